@@ -1,0 +1,251 @@
+// Package config is the schema of crucible.yaml, the operator's configuration
+// file: its types, their defaults, a strict decoder and validation.
+//
+// It describes what the operator asked for, not how it is enforced: it imports
+// none of the mechanism packages (jail, seccomp, egress, ...), and they do not
+// import it. The sandbox package translates a [Config] into their settings.
+//
+// Decoding is strict: an unknown key, a duplicate key or a value of the wrong
+// shape is an error that names the file, the line and the key. Every error is a
+// single line and quotes at most the offending key or value.
+package config
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole of crucible.yaml. Each top-level key is one field; a new
+// section is a new field with a yaml tag and, if it has bounds, a line in
+// [Config.Validate].
+type Config struct {
+	Sandbox Sandbox `yaml:"sandbox"`
+}
+
+// Sandbox holds the limits and contents of each execution's jail. The
+// comments give each key's default and the bounds that Validate enforces.
+type Sandbox struct {
+	// Timeout is the wall-clock limit of one execution.
+	// Default 30s; more than 0, at most 24h.
+	Timeout Duration `yaml:"timeout"`
+	// Memory is the memory limit of the execution's cgroup.
+	// Default 512MiB; at least 16MiB, no upper bound (the host decides).
+	Memory ByteSize `yaml:"memory"`
+	// Pids is the most processes and threads alive at once.
+	// Default 128; 1 to 65536.
+	Pids int `yaml:"pids"`
+	// CPUs is the CPU bandwidth, in CPUs; fractions such as 0.5 are allowed.
+	// Default 1; 0.01 (the smallest quota cgroups accept) to 1024.
+	CPUs float64 `yaml:"cpus"`
+	// TmpSize is the size of the private tmpfs mounted at /tmp.
+	// Default 64MiB; at least 1MiB.
+	TmpSize ByteSize `yaml:"tmp_size"`
+	// Workspace is a host directory bind-mounted read-write at /workspace.
+	// Default "": a fresh empty directory, removed afterwards. Otherwise an
+	// absolute path, not "/" and not in /proc, /sys or /dev.
+	Workspace string `yaml:"workspace"`
+	// RO lists host paths bind-mounted read-only at the same path.
+	// Default none; each follows the rules of Workspace.
+	RO []string `yaml:"ro"`
+	// Env holds extra environment variables for the code; the host's own
+	// environment is never passed in. Default none; names match
+	// [A-Za-z_][A-Za-z0-9_]*, values hold no NUL byte.
+	Env map[string]string `yaml:"env"`
+	// MaxOutput caps each of stdout and stderr; the rest is dropped.
+	// Default 1MiB; 1KiB to 1GiB, since the host buffers this much per
+	// stream of every running execution.
+	MaxOutput ByteSize `yaml:"max_output"`
+	// AllowDegraded names the layers, out of [DegradableLayers], that may be
+	// missing on this host. Default none: any missing layer refuses the
+	// execution.
+	AllowDegraded []string `yaml:"allow_degraded"`
+}
+
+// Names of the layers that the operator may allow to be missing.
+const (
+	LayerCgroup        = "cgroup"         // memory, pids and cpu limits
+	LayerLandlock      = "landlock"       // filesystem access rules
+	LayerSeccompNotify = "seccomp_notify" // seccomp user notification
+)
+
+// DegradableLayers is every valid name for Sandbox.AllowDegraded, for code and
+// docs to agree on. Do not modify it.
+var DegradableLayers = []string{LayerCgroup, LayerLandlock, LayerSeccompNotify}
+
+// Bounds checked by Validate.
+const (
+	maxTimeout   = 24 * time.Hour
+	minMemory    = 16 * MiB
+	maxPids      = 65536
+	minCPUs      = 0.01 // cgroups refuse a quota under 1ms per 100ms period
+	maxCPUs      = 1024
+	minTmpSize   = 1 * MiB
+	minMaxOutput = 1 * KiB
+	maxMaxOutput = 1 * GiB // host memory, per stream, per execution
+)
+
+// Default returns the configuration used when crucible.yaml is absent or
+// empty, and the base that Parse decodes onto.
+func Default() *Config {
+	return &Config{
+		Sandbox: Sandbox{
+			Timeout:   Duration(30 * time.Second),
+			Memory:    512 * MiB,
+			Pids:      128,
+			CPUs:      1,
+			TmpSize:   64 * MiB,
+			MaxOutput: 1 * MiB,
+		},
+	}
+}
+
+// Validate checks every bound, in field order, and returns the first violation
+// as a one-line error that starts with the key, e.g.
+// "sandbox.memory: must be at least 16MiB, not 1MiB". It also cleans the paths
+// in Workspace and RO in place, so callers that set fields by hand (such as
+// command-line flags) get the same result as the file.
+func (c *Config) Validate() error {
+	return c.Sandbox.validate()
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (s *Sandbox) validate() error {
+	if s.Timeout <= 0 || time.Duration(s.Timeout) > maxTimeout {
+		return fieldErrorf("sandbox.timeout", "must be more than 0 and at most 24h, not %v", s.Timeout)
+	}
+	if s.Memory < minMemory {
+		return fieldErrorf("sandbox.memory", "must be at least %v, not %v", minMemory, s.Memory)
+	}
+	if s.Pids < 1 || s.Pids > maxPids {
+		return fieldErrorf("sandbox.pids", "must be between 1 and %d, not %d", maxPids, s.Pids)
+	}
+	// Written so that NaN fails too.
+	if !(s.CPUs >= minCPUs && s.CPUs <= maxCPUs) {
+		return fieldErrorf("sandbox.cpus", "must be between %g and %d, not %g", minCPUs, maxCPUs, s.CPUs)
+	}
+	if s.TmpSize < minTmpSize {
+		return fieldErrorf("sandbox.tmp_size", "must be at least %v, not %v", minTmpSize, s.TmpSize)
+	}
+	if s.Workspace != "" {
+		p, err := hostPath(s.Workspace)
+		if err != nil {
+			return fieldErrorf("sandbox.workspace", "%v", err)
+		}
+		s.Workspace = p
+	}
+	for i, p := range s.RO {
+		p, err := hostPath(p)
+		if err != nil {
+			return fieldErrorf(fmt.Sprintf("sandbox.ro[%d]", i), "%v", err)
+		}
+		s.RO[i] = p
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		path := mapPath("sandbox.env", k)
+		if !envName.MatchString(k) {
+			return fieldErrorf(path, "not a valid variable name (letters, digits and _, not starting with a digit)")
+		}
+		// The value is not quoted: it may well be a credential.
+		if strings.Contains(s.Env[k], "\x00") {
+			return fieldErrorf(path, "value contains a NUL byte")
+		}
+	}
+	if s.MaxOutput < minMaxOutput || s.MaxOutput > maxMaxOutput {
+		return fieldErrorf("sandbox.max_output", "must be between %v and %v, not %v", minMaxOutput, maxMaxOutput, s.MaxOutput)
+	}
+	for i, l := range s.AllowDegraded {
+		if !slices.Contains(DegradableLayers, l) {
+			return fieldErrorf(fmt.Sprintf("sandbox.allow_degraded[%d]", i), "unknown layer %s (want one of %s)", quote(l), strings.Join(DegradableLayers, ", "))
+		}
+	}
+	return nil
+}
+
+// hostPath cleans p and checks that it may be bind-mounted into a jail: an
+// absolute path that is neither the whole host nor one of the kernel's own
+// filesystems, whose host instances would hand the code other processes,
+// devices and kernel knobs. It does not resolve symlinks (the path may not
+// exist yet on this machine); the code that mounts must check what it opens.
+func hostPath(p string) (string, error) {
+	if strings.Contains(p, "\x00") {
+		return "", fmt.Errorf("%s contains a NUL byte", quote(p))
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%s is not an absolute path", quote(p))
+	}
+	c := filepath.Clean(p)
+	if c == "/" {
+		return "", fmt.Errorf("%s is the host's root", quote(p))
+	}
+	for _, k := range []string{"/proc", "/sys", "/dev"} {
+		if c == k || strings.HasPrefix(c, k+"/") {
+			return "", fmt.Errorf("%s is inside %s, which must not be mounted into the sandbox", quote(p), k)
+		}
+	}
+	return c, nil
+}
+
+// Duration is a span of time, written as Go duration text: decimal numbers
+// each followed by a unit, e.g. "30s", "1m30s", "1.5h", "500ms" (units ns, us,
+// µs, ms, s, m, h; see [time.ParseDuration]). A bare number such as 30 is
+// rejected rather than guessed to be seconds.
+//
+// Like [ByteSize], it implements the encoding.Text interfaces, for yaml.v3
+// and flag.TextVar.
+type Duration time.Duration
+
+// String formats d like [time.Duration.String], e.g. "30s", "1m30s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText implements [encoding.TextMarshaler] with [Duration.String].
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler].
+func (d *Duration) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	if s != "" && strings.Trim(s, "0123456789.") == "" {
+		return fmt.Errorf("%s has no unit (use e.g. 30s or 5m)", quote(s))
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%s is not a duration (use e.g. 30s, 5m or 1h30m)", quote(s))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// fieldError is a problem with one key; Parse adds the key's line to it.
+type fieldError struct {
+	path string // as the decoder records it: "sandbox.ro[2]", `sandbox.env["K"]`
+	msg  string
+}
+
+func (e *fieldError) Error() string { return e.path + ": " + e.msg }
+
+func fieldErrorf(path, format string, args ...any) error {
+	return &fieldError{path, fmt.Sprintf(format, args...)}
+}
+
+// mapPath names the entry key of the map at path, quoted so that any key
+// stays on one line.
+func mapPath(path, key string) string {
+	return path + "[" + strconv.Quote(key) + "]"
+}
+
+// quote renders a value from the file for an error message: quoted, so that
+// it stays on one line, and shortened, so that a message never carries more
+// than the start of it.
+func quote(s string) string {
+	const max = 48
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "..."
+	}
+	return strconv.Quote(s)
+}

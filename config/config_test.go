@@ -1,0 +1,410 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+func TestParseByteSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want ByteSize
+	}{
+		{"0", 0},
+		{"1", 1},
+		{"4096", 4096},
+		{"100B", 100},
+		{"1K", KiB},
+		{"1k", KiB},
+		{"1Ki", KiB},
+		{"1KiB", KiB},
+		{"1kib", KiB},
+		{"1KIB", KiB},
+		{"512MiB", 512 * MiB},
+		{"512M", 512 * MiB},
+		{"512m", 512 * MiB},
+		{"512 MiB", 512 * MiB},
+		{" 64Mi ", 64 * MiB},
+		{"2GiB", 2 * GiB},
+		{"1TiB", TiB},
+		{"1.5GiB", 3 * GiB / 2},
+		{"0.5K", 512},
+		{"0.25KiB", 256},
+		{"007MiB", 7 * MiB},
+		{"9223372036854775807", math.MaxInt64},
+		{"8388607TiB", 8388607 * TiB},
+	} {
+		got, err := ParseByteSize(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseByteSizeErrors(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", `"" is not a size (use e.g. 512MiB)`},
+		{"12XB", `"12XB" is not a size (use e.g. 512MiB)`},
+		{"MiB", `"MiB" is not a size (use e.g. 512MiB)`},
+		{"64MB", `"64MB": decimal units are not accepted, sizes are binary (use e.g. 64MiB)`},
+		{"1kb", `"1kb": decimal units are not accepted, sizes are binary (use e.g. 1KiB)`},
+		{"2 GB", `"2 GB": decimal units are not accepted, sizes are binary (use e.g. 2GiB)`},
+		{"1TB", `"1TB": decimal units are not accepted, sizes are binary (use e.g. 1TiB)`},
+		{"1PiB", `"1PiB" is not a size (use e.g. 512MiB)`},
+		{"-1", `"-1" is negative`},
+		{"-5MiB", `"-5MiB" is negative`},
+		{"+5MiB", `"+5MiB" is not a size (use e.g. 512MiB)`},
+		{"0.1K", `"0.1K" is not a whole number of bytes`},
+		{"1.5", `"1.5" is not a whole number of bytes`},
+		{".5K", `".5K" is not a size (use e.g. 512MiB)`},
+		{"5.K", `"5.K" is not a size (use e.g. 512MiB)`},
+		{"1e6", `"1e6" is not a size (use e.g. 512MiB)`},
+		{"0x10", `"0x10" is not a size (use e.g. 512MiB)`},
+		{"1_000", `"1_000" is not a size (use e.g. 512MiB)`},
+		{"1 000", `"1 000" is not a size (use e.g. 512MiB)`},
+		{"9223372036854775808", `"9223372036854775808" is too large`},
+		{"8388608TiB", `"8388608TiB" is too large`},
+		{"99999999999999999999999GiB", `"99999999999999999999999GiB" is too large`},
+		{strings.Repeat("9", 100), `"999999999999999999999999999999999999999999999999"... is too long to be a size`},
+	} {
+		_, err := ParseByteSize(tt.in)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("ParseByteSize(%q) error = %v; want %s", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestByteSizeString(t *testing.T) {
+	for _, tt := range []struct {
+		in   ByteSize
+		want string
+	}{
+		{0, "0B"},
+		{1000, "1000B"},
+		{KiB, "1KiB"},
+		{1536 * KiB, "1536KiB"},
+		{512 * MiB, "512MiB"},
+		{3 * GiB / 2, "1536MiB"},
+		{2 * TiB, "2TiB"},
+		{-MiB, "-1MiB"},
+		{math.MaxInt64, "9223372036854775807B"},
+	} {
+		if got := tt.in.String(); got != tt.want {
+			t.Errorf("ByteSize(%d).String() = %q; want %q", int64(tt.in), got, tt.want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{in: "30s", want: 30 * time.Second},
+		{in: "1m30s", want: 90 * time.Second},
+		{in: "1.5h", want: 90 * time.Minute},
+		{in: "500ms", want: 500 * time.Millisecond},
+		{in: "-5s", want: -5 * time.Second}, // Validate rejects it, with the key
+		{in: "30", err: `"30" has no unit (use e.g. 30s or 5m)`},
+		{in: "0", err: `"0" has no unit (use e.g. 30s or 5m)`},
+		{in: "1.5", err: `"1.5" has no unit (use e.g. 30s or 5m)`},
+		{in: "30 s", err: `"30 s" is not a duration (use e.g. 30s, 5m or 1h30m)`},
+		{in: "1d", err: `"1d" is not a duration (use e.g. 30s, 5m or 1h30m)`},
+		{in: "", err: `"" is not a duration (use e.g. 30s, 5m or 1h30m)`},
+		{in: "999999999999h", err: `"999999999999h" is not a duration (use e.g. 30s, 5m or 1h30m)`},
+	} {
+		var d Duration
+		err := d.UnmarshalText([]byte(tt.in))
+		switch {
+		case tt.err != "" && (err == nil || err.Error() != tt.err):
+			t.Errorf("Duration %q: error %v; want %s", tt.in, err, tt.err)
+		case tt.err == "" && (err != nil || time.Duration(d) != tt.want):
+			t.Errorf("Duration %q = %v, %v; want %v", tt.in, time.Duration(d), err, tt.want)
+		}
+	}
+}
+
+// The CLI can bind flags straight to the fields, with the file's grammar.
+func TestFlags(t *testing.T) {
+	c := Default()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	fs.TextVar(&c.Sandbox.Memory, "memory", c.Sandbox.Memory, "")
+	fs.TextVar(&c.Sandbox.Timeout, "timeout", c.Sandbox.Timeout, "")
+	if err := fs.Parse([]string{"-memory", "1GiB", "-timeout", "2m"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Sandbox.Memory != GiB || c.Sandbox.Timeout != Duration(2*time.Minute) {
+		t.Errorf("flags set memory=%v timeout=%v", c.Sandbox.Memory, c.Sandbox.Timeout)
+	}
+	if err := fs.Parse([]string{"-memory", "1GB"}); err == nil {
+		t.Error("-memory 1GB accepted")
+	}
+}
+
+func TestDefault(t *testing.T) {
+	want := Sandbox{
+		Timeout:   Duration(30 * time.Second),
+		Memory:    512 * MiB,
+		Pids:      128,
+		CPUs:      1,
+		TmpSize:   64 * MiB,
+		MaxOutput: MiB,
+	}
+	c := Default()
+	if !reflect.DeepEqual(c.Sandbox, want) {
+		t.Errorf("Default() = %+v; want %+v", c.Sandbox, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v", err)
+	}
+	for _, in := range []string{"", "\n", "# only a comment\n", "---\n", "~\n", "sandbox:\n", "sandbox: {}\n", "sandbox:\n  memory:\n  ro:\n"} {
+		c, err := Parse([]byte(in), "crucible.yaml")
+		if err != nil || !reflect.DeepEqual(c, Default()) {
+			t.Errorf("Parse(%q) = %+v, %v; want the defaults", in, c, err)
+		}
+	}
+}
+
+func TestLoadFull(t *testing.T) {
+	c, err := Load("testdata/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Sandbox{
+		Timeout:       Duration(90 * time.Second),
+		Memory:        1536 * MiB,
+		Pids:          256,
+		CPUs:          0.5,
+		TmpSize:       128 * MiB,
+		Workspace:     "/srv/crucible/work",
+		RO:            []string{"/opt/data", "/usr/share/dict"},
+		Env:           map[string]string{"LANG": "C.UTF-8", "_PRIVATE_FLAG": "1"},
+		MaxOutput:     4 * MiB,
+		AllowDegraded: []string{"landlock", "cgroup"},
+	}
+	if !reflect.DeepEqual(c.Sandbox, want) {
+		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", c.Sandbox, want)
+	}
+
+	// Every field is set away from its default, so the example exercises
+	// every field's decoder.
+	got, def := reflect.ValueOf(c.Sandbox), reflect.ValueOf(Default().Sandbox)
+	for i := range got.NumField() {
+		if reflect.DeepEqual(got.Field(i).Interface(), def.Field(i).Interface()) {
+			t.Errorf("full.yaml leaves %s at its default", got.Type().Field(i).Name)
+		}
+	}
+
+	// What yaml.v3 encodes parses back to the same thing.
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse(out, "marshalled")
+	if err != nil || !reflect.DeepEqual(again, c) {
+		t.Errorf("round trip of\n%s= %+v, %v", out, again, err)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	for _, tt := range []struct{ path, want string }{
+		{"testdata/unknown_key.yaml", `testdata/unknown_key.yaml:3: unknown key "memroy" in sandbox`},
+		{"testdata/bad_value.yaml", `testdata/bad_value.yaml:4: sandbox.memory: "64MB": decimal units are not accepted, sizes are binary (use e.g. 64MiB)`},
+	} {
+		_, err := Load(tt.path)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Load(%s) error = %v; want %s", tt.path, err, tt.want)
+		}
+	}
+	_, err := Load(filepath.Join(t.TempDir(), "missing.yaml"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(missing) = %v; want ErrNotExist", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		// Shape and keys.
+		{"sandbx:\n  memory: 1GiB\n", `c.yaml:1: unknown key "sandbx"`},
+		{"# comment\n\nnetwork: {}\n", `c.yaml:3: unknown key "network"`},
+		{"sandbox:\n  pids: 5\n\n  memroy: 1GiB\n", `c.yaml:4: unknown key "memroy" in sandbox`},
+		{"sandbox: {Memory: 1GiB}\n", `c.yaml:1: unknown key "Memory" in sandbox`},
+		{"sandbox:\n  memory: 1GiB\n  pids: 5\n  memory: 2GiB\n", `c.yaml:4: duplicate key "memory" in sandbox (first on line 2)`},
+		{"sandbox: {}\nsandbox: {}\n", `c.yaml:2: duplicate key "sandbox" (first on line 1)`},
+		{"sandbox:\n  env:\n    A: x\n    A: y\n", `c.yaml:4: duplicate key "A" in sandbox.env (first on line 3)`},
+		{"sandbox:\n  ? [a]\n  : 1\n", `c.yaml:2: a key in sandbox is a list, not a string`},
+		{"- sandbox\n", `c.yaml:1: the file must be a mapping of sections such as "sandbox:", not a list`},
+		{"hello\n", `c.yaml:1: the file must be a mapping of sections such as "sandbox:", not "hello"`},
+		{"sandbox: 5\n", `c.yaml:1: sandbox: must be a mapping, not "5"`},
+		{"sandbox: {}\n---\nsandbox: {}\n", `c.yaml:2: more than one YAML document (remove the --- separator)`},
+		{"sandbox:\n  memory: [1]\n", `c.yaml:2: sandbox.memory: must be a single value, not a list`},
+
+		// Scalars.
+		{"sandbox:\n  pids: \"x\"\n", `c.yaml:2: sandbox.pids: must be an integer, not "x"`},
+		{"sandbox:\n  pids: 1.9\n", `c.yaml:2: sandbox.pids: must be an integer, not "1.9"`},
+		{"sandbox:\n  pids: 0x10\n", `c.yaml:2: sandbox.pids: must be an integer, not "0x10"`},
+		{"sandbox:\n  pids: 99999999999999999999\n", `c.yaml:2: sandbox.pids: must be an integer, not "99999999999999999999"`},
+		{"sandbox:\n  pids: {a: 1}\n", `c.yaml:2: sandbox.pids: must be an integer, not a mapping`},
+		{"sandbox:\n  cpus: .nan\n", `c.yaml:2: sandbox.cpus: must be a number, not ".nan"`},
+		{"sandbox:\n  cpus: .inf\n", `c.yaml:2: sandbox.cpus: must be a number, not ".inf"`},
+		{"sandbox:\n  cpus: Inf\n", `c.yaml:2: sandbox.cpus: must be a number, not "Inf"`},
+		{"sandbox:\n  cpus: two\n", `c.yaml:2: sandbox.cpus: must be a number, not "two"`},
+		{"sandbox:\n  workspace: [a]\n", `c.yaml:2: sandbox.workspace: must be a string, not a list`},
+		{"sandbox:\n  ro: /opt\n", `c.yaml:2: sandbox.ro: must be a list, not "/opt"`},
+		{"sandbox:\n  ro:\n    - /opt\n    - [x]\n", `c.yaml:4: sandbox.ro[1]: must be a string, not a list`},
+		{"sandbox:\n  env: [A]\n", `c.yaml:2: sandbox.env: must be a mapping, not a list`},
+		{"sandbox:\n  env:\n    A: {b: c}\n", `c.yaml:3: sandbox.env["A"]: must be a string, not a mapping`},
+		{"sandbox:\n  memory: 12XB\n", `c.yaml:2: sandbox.memory: "12XB" is not a size (use e.g. 512MiB)`},
+		{"sandbox:\n  memory: \"\"\n", `c.yaml:2: sandbox.memory: "" is not a size (use e.g. 512MiB)`},
+		{"sandbox:\n  timeout: 30\n", `c.yaml:2: sandbox.timeout: "30" has no unit (use e.g. 30s or 5m)`},
+		{"sandbox:\n  timeout: soon\n", `c.yaml:2: sandbox.timeout: "soon" is not a duration (use e.g. 30s, 5m or 1h30m)`},
+
+		// Aliases are followed, and errors point at where they are used.
+		{"x: &m [1]\n", `c.yaml:1: unknown key "x"`},
+		{"sandbox:\n  ro: &r [/a]\n  tmp_size: *r\n", `c.yaml:3: sandbox.tmp_size: must be a single value, not a list`},
+		{"sandbox: &s\n  env: *s\n", `c.yaml:2: sandbox.env["env"]: must be a string, not a mapping`},
+
+		// Syntax errors keep yaml's line, when it gives one.
+		{"sandbox:\n  memory: 1GiB\n   pids: 5\n", `c.yaml:3: mapping values are not allowed in this context`},
+		{"sandbox: [\n", `c.yaml:1: did not find expected node content`},
+		{"sandbox:\n\tmemory: 1GiB\n", `c.yaml:2: found character that cannot start any token`},
+		{"sandbox: *nope\n", `c.yaml: unknown anchor 'nope' referenced`},
+		{"a: 1\n---\n]\n", `c.yaml:2: did not find expected node content`},
+
+		// Validation, placed on the key's line.
+		{"sandbox:\n  timeout: 0s\n", `c.yaml:2: sandbox.timeout: must be more than 0 and at most 24h, not 0s`},
+		{"sandbox:\n  timeout: -1s\n", `c.yaml:2: sandbox.timeout: must be more than 0 and at most 24h, not -1s`},
+		{"sandbox:\n  timeout: 24h1s\n", `c.yaml:2: sandbox.timeout: must be more than 0 and at most 24h, not 24h0m1s`},
+		{"sandbox:\n  memory: 15MiB\n", `c.yaml:2: sandbox.memory: must be at least 16MiB, not 15MiB`},
+		{"sandbox:\n  memory: 0\n", `c.yaml:2: sandbox.memory: must be at least 16MiB, not 0B`},
+		{"sandbox:\n  pids: 0\n", `c.yaml:2: sandbox.pids: must be between 1 and 65536, not 0`},
+		{"sandbox:\n  pids: 65537\n", `c.yaml:2: sandbox.pids: must be between 1 and 65536, not 65537`},
+		{"sandbox:\n  pids: -1\n", `c.yaml:2: sandbox.pids: must be between 1 and 65536, not -1`},
+		{"sandbox:\n  cpus: 0\n", `c.yaml:2: sandbox.cpus: must be between 0.01 and 1024, not 0`},
+		{"sandbox:\n  cpus: 0.001\n", `c.yaml:2: sandbox.cpus: must be between 0.01 and 1024, not 0.001`},
+		{"sandbox:\n  cpus: 1024.5\n", `c.yaml:2: sandbox.cpus: must be between 0.01 and 1024, not 1024.5`},
+		{"sandbox:\n  cpus: -1\n", `c.yaml:2: sandbox.cpus: must be between 0.01 and 1024, not -1`},
+		{"sandbox:\n  tmp_size: 1023KiB\n", `c.yaml:2: sandbox.tmp_size: must be at least 1MiB, not 1023KiB`},
+		{"sandbox:\n  max_output: 1023\n", `c.yaml:2: sandbox.max_output: must be between 1KiB and 1GiB, not 1023B`},
+		{"sandbox:\n  max_output: 1025MiB\n", `c.yaml:2: sandbox.max_output: must be between 1KiB and 1GiB, not 1025MiB`},
+		{"sandbox:\n  workspace: work\n", `c.yaml:2: sandbox.workspace: "work" is not an absolute path`},
+		{"sandbox:\n  workspace: /proc/self/root\n", `c.yaml:2: sandbox.workspace: "/proc/self/root" is inside /proc, which must not be mounted into the sandbox`},
+		{"sandbox:\n  ro:\n    - /opt\n    - opt/data\n", `c.yaml:4: sandbox.ro[1]: "opt/data" is not an absolute path`},
+		{"sandbox:\n  ro: [/]\n", `c.yaml:2: sandbox.ro[0]: "/" is the host's root`},
+		{"sandbox:\n  ro: [/opt/..]\n", `c.yaml:2: sandbox.ro[0]: "/opt/.." is the host's root`},
+		{"sandbox:\n  ro: [\"\"]\n", `c.yaml:2: sandbox.ro[0]: "" is not an absolute path`},
+		{"sandbox:\n  ro: [/sys]\n", `c.yaml:2: sandbox.ro[0]: "/sys" is inside /sys, which must not be mounted into the sandbox`},
+		{"sandbox:\n  ro: [/dev/shm/]\n", `c.yaml:2: sandbox.ro[0]: "/dev/shm/" is inside /dev, which must not be mounted into the sandbox`},
+		{"sandbox:\n  ro: [/opt/../proc/1]\n", `c.yaml:2: sandbox.ro[0]: "/opt/../proc/1" is inside /proc, which must not be mounted into the sandbox`},
+		{"sandbox:\n  ro: [\"/a\\0b\"]\n", `c.yaml:2: sandbox.ro[0]: "/a\x00b" contains a NUL byte`},
+		{"sandbox:\n  env:\n    OK: 1\n    1BAD: x\n", `c.yaml:4: sandbox.env["1BAD"]: not a valid variable name (letters, digits and _, not starting with a digit)`},
+		{"sandbox:\n  env:\n    \"A=B\": x\n", `c.yaml:3: sandbox.env["A=B"]: not a valid variable name (letters, digits and _, not starting with a digit)`},
+		{"sandbox:\n  env:\n    \"A\\nB\": x\n", `c.yaml:3: sandbox.env["A\nB"]: not a valid variable name (letters, digits and _, not starting with a digit)`},
+		{"sandbox:\n  env:\n    TOKEN: \"secret\\0\"\n", `c.yaml:3: sandbox.env["TOKEN"]: value contains a NUL byte`},
+		{"sandbox:\n  allow_degraded:\n    - landlock\n    - userns\n", `c.yaml:4: sandbox.allow_degraded[1]: unknown layer "userns" (want one of cgroup, landlock, seccomp_notify)`},
+	} {
+		c, err := Parse([]byte(tt.in), "c.yaml")
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Parse(%q)\n = %+v, %v\nwant %s", tt.in, c, err, tt.want)
+		}
+	}
+}
+
+// Validate alone (as the CLI calls it after applying flags) names the key
+// without a file or line, and cleans paths.
+func TestValidate(t *testing.T) {
+	c := Default()
+	c.Sandbox.RO = []string{"/opt//data/"}
+	c.Sandbox.Workspace = "/tmp/ws/."
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Sandbox.RO[0] != "/opt/data" || c.Sandbox.Workspace != "/tmp/ws" {
+		t.Errorf("paths not cleaned: %q %q", c.Sandbox.RO, c.Sandbox.Workspace)
+	}
+	c.Sandbox.CPUs = math.NaN()
+	if err := c.Validate(); err == nil || err.Error() != "sandbox.cpus: must be between 0.01 and 1024, not NaN" {
+		t.Errorf("Validate() = %v", err)
+	}
+	for _, l := range DegradableLayers {
+		c := Default()
+		c.Sandbox.AllowDegraded = []string{l}
+		if err := c.Validate(); err != nil {
+			t.Errorf("allow_degraded %s: %v", l, err)
+		}
+	}
+}
+
+// Written values replace the defaults; null ones keep them.
+func TestParseValues(t *testing.T) {
+	c, err := Parse([]byte("sandbox:\n  pids: +64\n  cpus: 2\n  memory: 536870912\n  env: {}\n  ro: []\n  workspace:\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default().Sandbox
+	want.Pids, want.CPUs, want.Env, want.RO = 64, 2, map[string]string{}, []string{}
+	if !reflect.DeepEqual(c.Sandbox, want) {
+		t.Errorf("got %+v; want %+v", c.Sandbox, want)
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("sandbox: &s\n  env: *s\n  ro: [*s]\n"))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("sandbox:\n  memory: 1.5GiB\n  timeout: 1h\n  cpus: 1e-2\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data, "f.yaml")
+		if err != nil {
+			msg := err.Error()
+			if strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "f.yaml:") {
+				t.Fatalf("error is not one line starting with the file name: %q", msg)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("Parse accepted a config that Validate rejects: %v", err)
+		}
+	})
+}
+
+// Whatever parses formats back to a string that parses to the same size.
+func FuzzParseByteSize(f *testing.F) {
+	for _, s := range []string{"512MiB", "1.5G", "0.5k", "12XB", "64MB", "-1", "9223372036854775807"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := ParseByteSize(s)
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\r\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		if b < 0 {
+			t.Fatalf("ParseByteSize(%q) = %d", s, b)
+		}
+		if again, err := ParseByteSize(b.String()); err != nil || again != b {
+			t.Fatalf("ParseByteSize(%q) = %d, but %q parses to %d, %v", s, b, b.String(), again, err)
+		}
+	})
+}
