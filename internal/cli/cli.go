@@ -1,0 +1,88 @@
+// Package cli implements the crucible command: argument parsing and output
+// for each subcommand, on top of the sandbox package. It maps every outcome to
+// an exit code; main only calls Run.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes of crucible itself; a command's own exit code passes through.
+const (
+	ExitOK    = 0
+	ExitFail  = 1
+	ExitUsage = 2
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// Env is the process's world, passed in so that tests can run the CLI in
+// process.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+const usage = `crucible runs untrusted code in a fresh, fail-closed Linux sandbox.
+
+Usage:
+  crucible exec [flags] -- CMD [ARGS...]   run a command in a new jail
+  crucible doctor                          check what this kernel supports
+  crucible version                         print the version
+
+Run 'crucible exec -h' for the exec flags.
+`
+
+// Run runs the crucible command line args (without the program name).
+func Run(ctx context.Context, args []string, env Env) int {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, usage)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "exec":
+		return runExec(ctx, args[1:], env)
+	case "doctor":
+		return runDoctor(ctx, args[1:], env)
+	case "version", "--version":
+		fmt.Fprintln(env.Stdout, "crucible", Version)
+		return ExitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(env.Stdout, usage)
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stderr, "crucible: unknown command %q (try 'crucible help')\n", args[0])
+	return ExitUsage
+}
+
+// parseFlags parses args with fs, printing help to stdout on -h and a single
+// line on error. ok is false when the caller should return code.
+func parseFlags(fs *flag.FlagSet, args []string, env Env) (code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(env.Stdout)
+		fs.Usage()
+		return ExitOK, false
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "crucible %s: %v\n", fs.Name(), err)
+		return ExitUsage, false
+	}
+	return 0, true
+}
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}

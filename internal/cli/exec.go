@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+const execUsage = `Usage: crucible exec [flags] -- CMD [ARGS...]
+
+Runs CMD in a brand-new jail, streams its output, and exits with its exit
+code: 124 when the time limit killed it, 137 when the memory limit did, 125
+when the jail could not be set up. Every flag can also be set in the config
+file's sandbox section; flags win.
+
+Flags:
+`
+
+// execFlags are the raw values of crucible exec's flags, applied on top of
+// the config file once it is loaded.
+type execFlags struct {
+	config, timeout, memory, tmpSize, maxOutput, workspace string
+	pids                                                   int
+	cpus                                                   float64
+	ro, env, degraded                                      listFlag
+	json                                                   bool
+}
+
+func (f *execFlags) register(fs *flag.FlagSet) {
+	d := config.Default().Sandbox
+	fs.StringVar(&f.config, "config", "", "read settings from this crucible.yaml")
+	fs.StringVar(&f.timeout, "timeout", d.Timeout.String(), "wall-clock time limit")
+	fs.StringVar(&f.memory, "memory", d.Memory.String(), "memory limit (memory+swap)")
+	fs.IntVar(&f.pids, "pids", d.Pids, "most processes and threads at once")
+	fs.Float64Var(&f.cpus, "cpus", d.CPUs, "CPU quota, in CPUs (fractions allowed)")
+	fs.StringVar(&f.tmpSize, "tmp-size", d.TmpSize.String(), "size of the private /tmp (and of the fresh /workspace)")
+	fs.StringVar(&f.workspace, "workspace", "", "host directory bound read-write at /workspace (default: a fresh empty one, removed afterwards)")
+	fs.Var(&f.ro, "ro", "host `PATH` bound read-only at the same path (repeatable)")
+	fs.Var(&f.env, "env", "`K=V` added to the command's environment (repeatable)")
+	fs.StringVar(&f.maxOutput, "max-output", d.MaxOutput.String(), "per-stream output cap; the rest is dropped and reported")
+	fs.BoolVar(&f.json, "json", false, "print one JSON result object instead of streaming")
+	fs.Var(&f.degraded, "allow-degraded", "`LAYER,...` that may be missing: "+strings.Join(config.DegradableLayers, ", "))
+}
+
+// load builds the configuration: defaults, then the file, then each flag that
+// was given.
+func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
+	cfg := config.Default()
+	if f.config != "" {
+		var err error
+		if cfg, err = config.Load(f.config); err != nil {
+			return nil, err
+		}
+	}
+	s := &cfg.Sandbox
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		if err != nil {
+			return
+		}
+		switch fl.Name {
+		case "timeout":
+			err = s.Timeout.UnmarshalText([]byte(f.timeout))
+		case "memory":
+			s.Memory, err = config.ParseByteSize(f.memory)
+		case "tmp-size":
+			s.TmpSize, err = config.ParseByteSize(f.tmpSize)
+		case "max-output":
+			s.MaxOutput, err = config.ParseByteSize(f.maxOutput)
+		case "pids":
+			s.Pids = f.pids
+		case "cpus":
+			s.CPUs = f.cpus
+		case "workspace":
+			s.Workspace, err = filepath.Abs(f.workspace)
+		case "ro":
+			for _, p := range f.ro {
+				a, aerr := filepath.Abs(p)
+				err = errors.Join(err, aerr)
+				s.RO = append(s.RO, a)
+			}
+		case "env":
+			if s.Env == nil {
+				s.Env = map[string]string{}
+			}
+			for _, kv := range f.env {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					err = fmt.Errorf("--env %q: want K=V", k)
+					return
+				}
+				s.Env[k] = v
+			}
+		case "allow-degraded":
+			for _, l := range f.degraded {
+				s.AllowDegraded = append(s.AllowDegraded, strings.Split(l, ",")...)
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("--%s: %w", fl.Name, err)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cfg, cfg.Validate()
+}
+
+func runExec(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	var f execFlags
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), execUsage)
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, env); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(env.Stderr, "crucible exec: no command given (usage: crucible exec [flags] -- CMD [ARGS...])")
+		return ExitUsage
+	}
+	cfg, err := f.load(fs)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "crucible exec: %v\n", err)
+		return ExitUsage
+	}
+
+	st := sandbox.Streams{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr}
+	var stdout, stderr bytes.Buffer
+	if f.json {
+		st.Stdout, st.Stderr = &stdout, &stderr
+	}
+	res, err := sandbox.Exec(ctx, cfg, fs.Args(), st)
+	if err != nil {
+		return execError(err, f.json, env)
+	}
+	if f.json {
+		out := sandbox.NewResult(res, stdout.String(), stderr.String())
+		b, _ := json.Marshal(out)
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+		return res.ExitCode
+	}
+	report(res, &cfg.Sandbox, env)
+	return res.ExitCode
+}
+
+// execError prints why nothing ran, and returns the exit code for it.
+func execError(err error, asJSON bool, env Env) int {
+	code := jail.ExitSetup
+	if errors.Is(err, context.Canceled) {
+		code = 130
+	}
+	if asJSON {
+		obj := map[string]any{"error": err.Error()}
+		var se *jail.SetupError
+		if errors.As(err, &se) {
+			obj["layer"], obj["fix"] = se.Layer, se.Fix
+		}
+		b, _ := json.Marshal(obj)
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	}
+	fmt.Fprintf(env.Stderr, "crucible: %v\n", err)
+	return code
+}
+
+// report tells a person at a terminal what the jail did besides running the
+// command: limits hit, output cut, operations denied, layers missing.
+func report(r *jail.Result, s *config.Sandbox, env Env) {
+	for _, l := range r.Degraded {
+		fmt.Fprintf(env.Stderr, "crucible: warning: ran without %s (allowed by --allow-degraded)\n", l)
+	}
+	for _, l := range r.LimitsHit {
+		switch l {
+		case "timeout":
+			fmt.Fprintf(env.Stderr, "crucible: killed: time limit of %s reached\n", s.Timeout)
+		case "memory":
+			fmt.Fprintf(env.Stderr, "crucible: memory limit of %s reached\n", s.Memory)
+		case "pids":
+			fmt.Fprintf(env.Stderr, "crucible: process limit of %d reached\n", s.Pids)
+		case "output":
+			fmt.Fprintf(env.Stderr, "crucible: output cut at %s per stream\n", s.MaxOutput)
+		}
+	}
+	for _, v := range r.Violations {
+		fmt.Fprintf(env.Stderr, "crucible: denied: %s (%s): %s\n", v.Syscall, plural(v.Count, "time"), v.Reason)
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}

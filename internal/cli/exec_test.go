@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExecRunsAndStreams(t *testing.T) {
+	requireRoot(t)
+	code, out, errs := run(t, "", "exec", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 7")
+	if code != 7 || out != "out\n" || errs != "err\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 7, out, err", code, out, errs)
+	}
+}
+
+func TestExecIdentity(t *testing.T) {
+	requireRoot(t)
+	r := sh(t, `id -u; id -g; hostname; cat /proc/self/status | grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)|^NoNewPrivs|^Seccomp:'; env | sort`)
+	want := []string{"1000\n1000\nsandbox\n", "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+		"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000",
+		"NoNewPrivs:\t1", "Seccomp:\t2", "HOME=/workspace", "PATH=/usr/local/bin"}
+	for _, w := range want {
+		if !strings.Contains(r.Stdout, w) {
+			t.Errorf("missing %q in:\n%s\nstderr: %s", w, r.Stdout, r.Stderr)
+		}
+	}
+}
+
+func TestExecStdin(t *testing.T) {
+	requireRoot(t)
+	code, out, _ := run(t, "hello from stdin", "exec", "--", "cat")
+	if code != 0 || out != "hello from stdin" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+}
+
+func TestExecCommandNotFound(t *testing.T) {
+	requireRoot(t)
+	code, _, errs := run(t, "", "exec", "--", "no-such-command")
+	if code != 127 || !strings.Contains(errs, "command not found") {
+		t.Fatalf("exit %d, stderr %q; want 127, command not found", code, errs)
+	}
+}
+
+func TestExecUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"exec"},
+		{"exec", "--memory", "lots", "--", "true"},
+		{"exec", "--timeout", "-1s", "--", "true"},
+		{"exec", "--env", "NOEQUALS", "--", "true"},
+		{"exec", "--allow-degraded", "seccomp", "--", "true"},
+		{"exec", "--no-such-flag", "--", "true"},
+		{"exec", "--config", "/nonexistent/crucible.yaml", "--", "true"},
+		{"frobnicate"},
+	} {
+		code, _, errs := run(t, "", args...)
+		if code != ExitUsage || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line", args, code, errs)
+		}
+	}
+}

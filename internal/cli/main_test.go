@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	// The jail re-executes this test binary; its children start here.
+	jail.Hook()
+	os.Exit(m.Run())
+}
+
+// requireRoot skips tests that build real jails unless running as root, the
+// way CI runs them.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("builds real jails with cgroup limits: needs root (CI runs as root)")
+	}
+}
+
+// run runs the crucible CLI in process and returns its exit code and output.
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+// execJSON runs `crucible exec --json FLAGS -- CMD...` and decodes the result.
+// flags and cmd are split at the "--" in args.
+func execJSON(t *testing.T, args ...string) (int, *sandbox.Result) {
+	t.Helper()
+	code, out, errs := run(t, "", append([]string{"exec", "--json"}, args...)...)
+	var r sandbox.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("exec %q: exit %d, no JSON result: %v\nstdout: %s\nstderr: %s", args, code, err, out, errs)
+	}
+	if code != r.ExitCode {
+		t.Errorf("crucible exited %d, the result says %d", code, r.ExitCode)
+	}
+	return code, &r
+}
+
+// sh runs a shell script in a jail with the default settings.
+func sh(t *testing.T, script string, flags ...string) *sandbox.Result {
+	t.Helper()
+	_, r := execJSON(t, append(flags, "--", "/bin/sh", "-c", script)...)
+	return r
+}
+
+// violated reports whether the result records a denied syscall by name.
+func violated(r *sandbox.Result, syscall string) bool {
+	for _, v := range r.Violations {
+		if v.Kind == "syscall" && v.Syscall == syscall && v.Count > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasLimit(r *sandbox.Result, l string) bool {
+	for _, x := range r.LimitsHit {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}

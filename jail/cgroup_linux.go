@@ -1,0 +1,321 @@
+package jail
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+// The controllers every jail is bounded by.
+var cgroupControllers = []string{"memory", "pids", "cpu"}
+
+// cgroupLimits are the bounds one jail's cgroup enforces.
+type cgroupLimits struct {
+	Memory int64
+	Pids   int
+	CPUs   float64
+}
+
+// cgroup is one jail's cgroup: a single directory on cgroup v2, one per
+// controller on v1.
+type cgroup struct {
+	v2   bool
+	dirs []string // v2: one; v1: memory, pids, cpu in that order
+	fd   int      // v2: the directory, for CLONE_INTO_CGROUP; else -1
+}
+
+// cgroupParents says where this process may create jail cgroups: the cgroup
+// v2 directory (v2) or the v1 directory of each controller, found once.
+var cgroupParents = sync.OnceValues(findCgroupParents)
+
+type cgroupParent struct {
+	v2   bool
+	dirs []string
+}
+
+// findCgroupParents prefers cgroup v2 where all our controllers are available
+// to this process's cgroup, and falls back to v1 hierarchies otherwise.
+func findCgroupParents() (*cgroupParent, error) {
+	own, err := ownCgroups()
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := own[""]; ok {
+		for _, mnt := range []string{cgroupRoot, cgroupRoot + "/unified"} {
+			var st unix.Statfs_t
+			if unix.Statfs(mnt, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+				continue
+			}
+			dir := filepath.Join(mnt, p)
+			b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+			if err == nil && hasAll(strings.Fields(string(b)), cgroupControllers) {
+				if err := delegateV2(dir); err != nil {
+					return nil, err
+				}
+				return &cgroupParent{v2: true, dirs: []string{dir}}, nil
+			}
+		}
+	}
+	var dirs []string
+	for _, c := range cgroupControllers {
+		p, ok := own[c]
+		mnt := filepath.Join(cgroupRoot, c)
+		var st unix.Statfs_t
+		if !ok || unix.Statfs(mnt, &st) != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
+			return nil, fmt.Errorf("the %s controller is neither on cgroup v2 nor mounted as cgroup v1", c)
+		}
+		dirs = append(dirs, filepath.Join(mnt, p))
+	}
+	return &cgroupParent{dirs: dirs}, nil
+}
+
+// ownCgroups maps each v1 controller (and "" for v2) to this process's path.
+func ownCgroups() (map[string]string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			m[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			m[c] = parts[2]
+		}
+	}
+	return m, sc.Err()
+}
+
+// delegateV2 enables our controllers for the children of dir. cgroup v2 lets
+// no cgroup both hold processes and delegate controllers, so when dir holds
+// this process (a systemd scope with Delegate=yes), move it to a leaf first.
+func delegateV2(dir string) error {
+	want := "+memory +pids +cpu"
+	ctl := filepath.Join(dir, "cgroup.subtree_control")
+	err := os.WriteFile(ctl, []byte(want), 0)
+	if errors.Is(err, unix.EBUSY) {
+		leaf := filepath.Join(dir, "crucible-supervisor")
+		if err := os.Mkdir(leaf, 0o755); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("creating a leaf cgroup for the supervisor: %w", pathless(err))
+		}
+		if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte("0"), 0); err != nil {
+			return fmt.Errorf("moving the supervisor to a leaf cgroup: %w", pathless(err))
+		}
+		err = os.WriteFile(ctl, []byte(want), 0)
+	}
+	if err != nil {
+		return fmt.Errorf("enabling the memory, pids and cpu controllers: %w", pathless(err))
+	}
+	return nil
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || h == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+var cgroupSeq atomic.Uint64
+
+// sweepOnce removes, once per process, the cgroups that a killed supervisor
+// left behind: their names carry its pid, and that pid is gone.
+var sweepOnce sync.Once
+
+// newCgroup creates a cgroup with the given limits.
+func newCgroup(l cgroupLimits) (*cgroup, error) {
+	parent, err := cgroupParents()
+	if err != nil {
+		return nil, err
+	}
+	sweepOnce.Do(func() { sweepStale(parent) })
+	name := fmt.Sprintf("crucible-%d-%d", os.Getpid(), cgroupSeq.Add(1))
+	cg := &cgroup{v2: parent.v2, fd: -1}
+	for _, p := range parent.dirs {
+		d := filepath.Join(p, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			cg.destroy()
+			return nil, fmt.Errorf("creating a cgroup: %w", pathless(err))
+		}
+		cg.dirs = append(cg.dirs, d)
+	}
+	if err := cg.limit(l); err != nil {
+		cg.destroy()
+		return nil, err
+	}
+	if cg.v2 {
+		fd, err := unix.Open(cg.dirs[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			cg.destroy()
+			return nil, fmt.Errorf("opening the cgroup: %w", pathless(err))
+		}
+		cg.fd = fd
+	}
+	return cg, nil
+}
+
+func (c *cgroup) limit(l cgroupLimits) error {
+	period := 100000
+	quota := int(l.CPUs * float64(period))
+	if quota < 1000 {
+		quota = 1000 // the kernel's minimum
+	}
+	mem := strconv.FormatInt(l.Memory, 10)
+	type setting struct{ dir, file, value string }
+	var ss []setting
+	if c.v2 {
+		d := c.dirs[0]
+		ss = []setting{{d, "memory.max", mem}, {d, "memory.swap.max", "0"}, {d, "pids.max", strconv.Itoa(l.Pids)},
+			{d, "cpu.max", fmt.Sprintf("%d %d", quota, period)}}
+	} else {
+		m, p, cpu := c.dirs[0], c.dirs[1], c.dirs[2]
+		ss = []setting{{m, "memory.limit_in_bytes", mem}, {m, "memory.memsw.limit_in_bytes", mem}, {m, "memory.swappiness", "0"},
+			{p, "pids.max", strconv.Itoa(l.Pids)},
+			{cpu, "cpu.cfs_period_us", strconv.Itoa(period)}, {cpu, "cpu.cfs_quota_us", strconv.Itoa(quota)}}
+	}
+	for _, s := range ss {
+		path := filepath.Join(s.dir, s.file)
+		err := os.WriteFile(path, []byte(s.value), 0)
+		if os.IsNotExist(err) && (s.file == "memory.swap.max" || s.file == "memory.memsw.limit_in_bytes") {
+			continue // no swap accounting: there is no swap to bound
+		}
+		if err != nil {
+			return fmt.Errorf("setting %s: %w", s.file, pathless(err))
+		}
+	}
+	return nil
+}
+
+// add moves pid into the cgroup (v1; on v2 the clone places it).
+func (c *cgroup) add(pid int) error {
+	for _, d := range c.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("joining the cgroup: %w", pathless(err))
+		}
+	}
+	return nil
+}
+
+// oomKilled says whether the memory limit killed a process.
+func (c *cgroup) oomKilled() bool {
+	if c.v2 {
+		return eventCount(filepath.Join(c.dirs[0], "memory.events"), "oom_kill") > 0
+	}
+	return eventCount(filepath.Join(c.dirs[0], "memory.oom_control"), "oom_kill") > 0
+}
+
+// pidsHit says whether a fork failed at the pids limit.
+func (c *cgroup) pidsHit() bool {
+	d := c.dirs[0]
+	if !c.v2 {
+		d = c.dirs[1]
+	}
+	return eventCount(filepath.Join(d, "pids.events"), "max") > 0
+}
+
+// eventCount reads "key N" from a flat-keyed cgroup file; 0 if absent.
+func eventCount(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// destroy kills whatever is left in the cgroup and removes it. The pid
+// namespace normally leaves nothing; this is the backstop. Bounded in time.
+func (c *cgroup) destroy() {
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+	for _, d := range c.dirs {
+		removeCgroup(d)
+	}
+}
+
+func removeCgroup(dir string) {
+	if c := filepath.Join(dir, "cgroup.kill"); fileExists(c) {
+		_ = os.WriteFile(c, []byte("1"), 0)
+	}
+	for i := 0; i < 200; i++ {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// pathless drops the host path from a *fs.PathError: setup errors may reach
+// the model, and host paths are none of its business.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// sweepStale removes empty-able jail cgroups whose supervisor is dead.
+func sweepStale(p *cgroupParent) {
+	for _, parent := range p.dirs {
+		ents, err := os.ReadDir(parent)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			var pid, seq int
+			if _, err := fmt.Sscanf(e.Name(), "crucible-%d-%d", &pid, &seq); err != nil || pid <= 0 {
+				continue
+			}
+			if unix.Kill(pid, 0) == unix.ESRCH {
+				removeCgroup(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package jail
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/cruciblehq/crucible/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// Hook runs the jail's child side when this process is one, and then never
+// returns. Call it first thing in main and in TestMain.
+func Hook() {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case argInit:
+		// Per-thread state (none here, but mounts and the exec that follows
+		// must see one consistent thread) stays on this thread.
+		runtime.LockOSThread()
+		os.Exit(initMain())
+	case argProbe:
+		os.Exit(0) // the namespaces could be created: that was the question
+	case argExec:
+		// Capabilities, securebits, no_new_privs, Landlock and seccomp are all
+		// per-thread: set them on this thread and execve from it.
+		runtime.LockOSThread()
+		execMain()
+		os.Exit(ExitSetup) // execMain only returns after reporting an error
+	}
+}
+
+// fail reports a setup error to the supervisor and returns ExitSetup.
+func fail(layer, format string, args ...any) int {
+	// Best effort: if the supervisor is gone there is no one to tell.
+	_ = send(childMsg{Error: &SetupError{Layer: layer, Msg: fmt.Sprintf(format, args...), Fix: fixes[layer]}}, -1)
+	return ExitSetup
+}
+
+// fixes are the operator's remedies, by layer.
+var fixes = map[string]string{
+	LayerLandlock:      "boot a kernel with Landlock enabled (lsm=...,landlock), or pass --allow-degraded landlock",
+	LayerSeccompNotify: "use Linux 5.0 or later, or pass --allow-degraded seccomp_notify",
+	"seccomp":          "use a kernel built with CONFIG_SECCOMP_FILTER",
+	"mount":            "run 'crucible doctor'; Linux 5.12 or later is needed (open_tree, mount_setattr)",
+}
+
+// awaitPlaced blocks until the supervisor says the cgroup is in place.
+func awaitPlaced() error {
+	var b [16]byte
+	for {
+		n, err := unix.Read(fdCtrl, b[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if string(b[:n]) != msgPlaced {
+			return fmt.Errorf("unexpected message %q", b[:n])
+		}
+		return nil
+	}
+}
+
+func readSpec() (*childSpec, error) {
+	f := os.NewFile(fdSpec, "spec")
+	defer f.Close()
+	var s childSpec
+	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// initMain is pid 1 of the jail. It builds the filesystem, starts the
+// command's process, reaps every orphan, and exits when the command exits:
+// the kernel then kills whatever is left in the pid namespace.
+func initMain() int {
+	s, err := readSpec()
+	if err != nil {
+		return fail("init", "reading the jail spec: %v", err)
+	}
+	// Not dumpable: no process of the command may ptrace this one or read its
+	// memory through /proc, even where both run as the same host uid.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail("init", "prctl(PR_SET_DUMPABLE): %v", err)
+	}
+	if err := unix.Sethostname([]byte(Hostname)); err != nil {
+		return fail("uts", "sethostname: %v", err)
+	}
+	if err := setupRoot(s); err != nil {
+		return fail("mount", "%v", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return fail("network", "bringing up lo: %v", err)
+	}
+
+	// The supervisor moves us into the jail's cgroup while we build the root
+	// (on cgroup v1 a move can cost a few ms); the command's process must
+	// start inside it, so wait for the word.
+	if err := awaitPlaced(); err != nil {
+		return fail(LayerCgroup, "waiting to be placed in the cgroup: %v", err)
+	}
+	if s.NewCgroup {
+		// Make our cgroup the root of what the jail can see.
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			return fail(LayerCgroup, "unsharing the cgroup namespace: %v", err)
+		}
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fail("init", "encoding the spec: %v", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fail("init", "pipe: %v", err)
+	}
+	attr := &syscall.ProcAttr{
+		Env: []string{},
+		// stdio, then the control socket and the spec pipe at fdCtrl, fdSpec.
+		Files: []uintptr{0, 1, 2, fdCtrl, r.Fd()},
+		Sys: &syscall.SysProcAttr{
+			Setsid:    true, // no controlling terminal: TIOCSTI has nothing to reach
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	if s.Rootless {
+		// Only one uid was mapped into the jail (ours, as 0). Give the command
+		// a nested user namespace in which it is SandboxUID, not root.
+		attr.Sys.Cloneflags = unix.CLONE_NEWUSER
+		attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: SandboxUID, HostID: 0, Size: 1}}
+		attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: SandboxUID, HostID: 0, Size: 1}}
+		// As uid 1000 it would lose every capability on execve, including
+		// CAP_SETPCAP, which it needs to lock securebits and empty the
+		// bounding set; carry that one across as ambient. It drops it itself.
+		attr.Sys.AmbientCaps = []uintptr{unix.CAP_SETPCAP}
+	}
+	// syscall.ForkExec rather than os/exec: init waits with wait4 itself, and
+	// os/exec would spend a test fork probing pidfd support.
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{argExec}, attr)
+	if err != nil {
+		return fail("init", "starting the command's process: %v", err)
+	}
+	r.Close()
+	_, werr := w.Write(b)
+	w.Close()
+	if werr != nil {
+		return fail("init", "handing over the spec: %v", werr)
+	}
+
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fail("init", "wait: %v", err)
+		}
+		if got != pid {
+			continue // an orphan reparented to us
+		}
+		st := exitStatus{Code: ws.ExitStatus()}
+		if ws.Signaled() {
+			st.Signal = int(ws.Signal())
+			st.Code = 128 + st.Signal
+		}
+		_ = send(childMsg{Exit: &st}, -1)
+		return st.Code
+	}
+}
+
+// execMain turns this process into the command: drop every privilege, apply
+// Landlock and seccomp, execve. It returns only after reporting an error.
+func execMain() {
+	s, err := readSpec()
+	if err != nil {
+		os.Exit(fail("init", "reading the jail spec: %v", err))
+	}
+	if err := dropPrivileges(s); err != nil {
+		os.Exit(fail("capabilities", "%v", err))
+	}
+	path, err := lookPath(s.Args[0], s.Path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crucible: %s: %v\n", s.Args[0], err)
+		os.Exit(127)
+	}
+	if err := unix.Chdir(s.Dir); err != nil {
+		fmt.Fprintf(os.Stderr, "crucible: working directory %s: %v\n", s.Dir, err)
+		os.Exit(126)
+	}
+	if err := restrictFS(); err != nil {
+		if !s.LandlockMay || !errors.Is(err, errLandlockUnavailable) {
+			os.Exit(fail(LayerLandlock, "%v", err))
+		}
+		_ = send(childMsg{Degraded: LayerLandlock}, -1)
+	}
+
+	// Leave no inherited descriptor but stdio open in the command; the
+	// listener is sent before the control socket closes on exec.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		os.Exit(fail("init", "close_range: %v", err))
+	}
+	prog, err := decodeFilter(s.Filter)
+	if err != nil {
+		os.Exit(fail("seccomp", "%v", err))
+	}
+	flags := seccomp.InstallFlags(0)
+	if s.Notify {
+		flags |= seccomp.NewListener
+	}
+	listener, err := seccomp.Install(prog, flags)
+	if err != nil && s.Notify && s.NotifyMayFail {
+		_ = send(childMsg{Degraded: LayerSeccompNotify}, -1)
+		listener, err = seccomp.Install(errnoInsteadOfNotify(prog), 0)
+	}
+	if err != nil {
+		os.Exit(fail("seccomp", "installing the filter: %v", err))
+	}
+	if listener >= 0 {
+		if err := send(childMsg{Listener: true}, listener); err != nil {
+			os.Exit(fail("seccomp", "%v", err))
+		}
+		unix.Close(listener)
+	}
+	err = unix.Exec(path, s.Args, s.Env)
+	fmt.Fprintf(os.Stderr, "crucible: %s: %v\n", s.Args[0], err)
+	if errors.Is(err, unix.ENOENT) {
+		os.Exit(127)
+	}
+	os.Exit(126)
+}
+
+// lookPath finds name in the jail's PATH, as a shell would.
+func lookPath(name, path string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && unix.Access(p, unix.X_OK) == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("command not found")
+}
+
+// errnoInsteadOfNotify turns every "ask the supervisor" verdict of prog into
+// a plain EPERM, for kernels without seccomp user notification.
+func errnoInsteadOfNotify(prog []seccomp.Instruction) []seccomp.Instruction {
+	out := slices.Clone(prog)
+	for i := range out {
+		if out[i].Code == unix.BPF_RET|unix.BPF_K && out[i].K == uint32(seccomp.Notify) {
+			out[i].K = uint32(seccomp.Errno(unix.EPERM))
+		}
+	}
+	return out
+}

@@ -1,0 +1,122 @@
+// Package jail runs one command in a fresh, fail-closed Linux sandbox: new
+// user, pid, mount, network, ipc, uts and cgroup namespaces; a read-only root
+// built from /usr and a synthesized /etc; dropped capabilities, no_new_privs,
+// Landlock and a seccomp filter; cgroup and rlimit bounds. The whole process
+// tree dies with the execution.
+//
+// The jail is entered by re-executing the current binary: main (and TestMain)
+// must call [Hook] first thing. The child side reads its settings from an
+// inherited socket and sends its errors back to the supervisor as data.
+//
+// This package knows nothing of the config file, the MCP server or the network
+// policy; the sandbox package turns the user's config into a [Spec].
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Layers that the operator may explicitly allow to be missing. Every other
+// layer (namespaces, mounts, capabilities, seccomp) is always required.
+const (
+	LayerCgroup        = "cgroup"
+	LayerLandlock      = "landlock"
+	LayerSeccompNotify = "seccomp_notify"
+)
+
+// Sandbox identity: the uid/gid the command runs as inside the jail.
+const (
+	SandboxUID  = 1000
+	SandboxName = "sandbox"
+	Hostname    = "sandbox"
+)
+
+// ErrUnsupported is returned on platforms without the kernel features the jail
+// needs.
+var ErrUnsupported = errors.New("jail: only supported on Linux")
+
+// Spec describes one execution. The zero value of each limit means "no limit
+// of that kind"; the sandbox package always sets them.
+type Spec struct {
+	Args []string // the command; Args[0] is looked up in PATH inside the jail
+	Env  []string // the command's whole environment, "K=V"
+	Dir  string   // working directory inside the jail; default /workspace
+
+	Workspace     string   // host directory bound read-write at /workspace; "" means a fresh tmpfs
+	WorkspaceSize int64    // size of the tmpfs workspace when Workspace is ""
+	ReadOnly      []string // extra host paths bound read-only at the same path
+	TmpSize       int64    // size of the tmpfs at /tmp
+
+	Timeout   time.Duration // wall time
+	Memory    int64         // bytes, memory+swap
+	Pids      int           // processes and threads
+	CPUs      float64       // CPU quota in cores
+	MaxOutput int64         // per stream; the rest is read and dropped
+
+	Stdin          io.Reader // nil means /dev/null
+	Stdout, Stderr io.Writer // nil means discard
+
+	// AllowDegraded names the layers (LayerCgroup, ...) that may be missing.
+	AllowDegraded []string
+}
+
+// Result is what happened.
+type Result struct {
+	ExitCode   int           // the command's, or 124 (timeout), 137 (memory)
+	Signal     string        // "SIGKILL" when a signal ended the command
+	Truncated  bool          // some output went past MaxOutput and was dropped
+	Duration   time.Duration // wall time of the execution
+	LimitsHit  []string      // "timeout", "memory", "pids", "output"
+	Violations []Violation   // denied operations, in the order first seen
+	Degraded   []string      // layers that were allowed to be missing and were
+}
+
+// Violation is an operation the policy denied.
+type Violation struct {
+	Kind    string // "syscall"
+	Syscall string // the syscall's name
+	Count   int    // how many times
+	Reason  string
+}
+
+// SetupError says that a layer of the jail could not be set up. It is safe to
+// show to the model: it names the layer and the fix, never a host path.
+type SetupError struct {
+	Layer string // "userns", "mount", "cgroup", "landlock", "seccomp", ...
+	Msg   string // what failed
+	Fix   string // what the operator can do
+}
+
+func (e *SetupError) Error() string {
+	s := fmt.Sprintf("jail: %s: %s", e.Layer, e.Msg)
+	if e.Fix != "" {
+		s += " (fix: " + e.Fix + ")"
+	}
+	return s
+}
+
+// Exit codes for outcomes that are not the command's own.
+const (
+	ExitTimeout = 124 // the wall time limit killed it
+	ExitSetup   = 125 // the jail could not be set up
+	ExitMemory  = 137 // the memory limit killed it
+)
+
+// Check is one line of Diagnose's report.
+type Check struct {
+	Feature    string
+	Status     string // StatusOK or StatusMissing
+	Detail     string
+	Fix        string
+	Required   bool   // the jail refuses to run without it...
+	Degradable string // ...unless this layer is allowed to be missing
+}
+
+// Check statuses.
+const (
+	StatusOK      = "ok"
+	StatusMissing = "missing"
+)

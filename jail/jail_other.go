@@ -1,0 +1,16 @@
+//go:build !linux
+
+package jail
+
+import "context"
+
+// Hook does nothing where there is no jail.
+func Hook() {}
+
+// Run reports that the jail needs Linux.
+func Run(ctx context.Context, s *Spec) (*Result, error) { return nil, ErrUnsupported }
+
+// Diagnose reports that the jail needs Linux.
+func Diagnose(ctx context.Context) []Check {
+	return []Check{{Feature: "operating system", Status: StatusMissing, Required: true, Detail: "the jail needs Linux"}}
+}

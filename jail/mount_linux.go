@@ -1,0 +1,217 @@
+package jail
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// staging is where the new root is assembled before pivot_root. Every host
+// path the jail binds is cloned with open_tree before the tmpfs covers it, so
+// binding a source that lives under /tmp (a test's workspace) still works.
+const staging = "/tmp"
+
+// rootLinks are the top-level names that merged-/usr systems make symlinks
+// into /usr; on older systems they are directories and are bound read-only.
+var rootLinks = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+
+// etcBinds are the only host files under /etc the jail sees: the dynamic
+// linker's cache, the CA certificates, and Debian's alternatives (symlinks
+// only, without which awk, editor, ... do not resolve).
+var etcBinds = []string{"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/alternatives"}
+
+// devNodes are bound from the host; a user namespace cannot mknod.
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+
+// bind is one host path to appear inside the jail.
+type bind struct {
+	src, dst string // dst is relative to the new root
+	rw       bool
+	dev      bool // keep device nodes usable
+	fd       int  // detached clone of src, from open_tree
+}
+
+// setupRoot builds the jail's root filesystem and pivots into it.
+func setupRoot(s *childSpec) error {
+	// Nothing we mount may propagate back to the host.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+
+	binds := []*bind{{src: "/usr", dst: "usr"}}
+	var links [][2]string // name, target
+	for _, name := range rootLinks {
+		p := "/" + name
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			continue
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return fmt.Errorf("reading /%s: %w", name, err)
+			}
+			links = append(links, [2]string{name, target})
+		case fi.IsDir():
+			binds = append(binds, &bind{src: p, dst: name})
+		}
+	}
+	for _, p := range etcBinds {
+		if _, err := os.Stat(p); err == nil {
+			binds = append(binds, &bind{src: p, dst: p[1:]})
+		}
+	}
+	for _, n := range devNodes {
+		binds = append(binds, &bind{src: "/dev/" + n, dst: "dev/" + n, rw: true, dev: true})
+	}
+	for _, p := range s.ReadOnly {
+		binds = append(binds, &bind{src: p, dst: strings.TrimPrefix(filepath.Clean(p), "/")})
+	}
+	if s.Workspace != "" {
+		binds = append(binds, &bind{src: s.Workspace, dst: "workspace", rw: true})
+	}
+
+	// Clone every source first: after this, host paths are never resolved again.
+	for _, b := range binds {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, b.src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("cloning %s: %w", b.src, err)
+		}
+		b.fd = fd
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID, Propagation: unix.MS_PRIVATE}
+		if !b.rw {
+			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		}
+		if !b.dev {
+			attr.Attr_set |= unix.MOUNT_ATTR_NODEV
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+			return fmt.Errorf("setting mount flags on %s: %w", b.src, err)
+		}
+	}
+
+	if err := unix.Mount("tmpfs", staging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=0755"); err != nil {
+		return fmt.Errorf("mounting the root tmpfs: %w", err)
+	}
+	at := func(rel string) string { return filepath.Join(staging, rel) }
+
+	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "workspace"} {
+		if err := os.Mkdir(at(d), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, l := range links {
+		if err := os.Symlink(l[1], at(l[0])); err != nil {
+			return err
+		}
+	}
+	if err := writeEtc(at("etc")); err != nil {
+		return err
+	}
+	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"shm", "/tmp"}} {
+		if err := os.Symlink(l[1], at("dev/"+l[0])); err != nil {
+			return err
+		}
+	}
+
+	for _, b := range binds {
+		dst := at(b.dst)
+		if err := mountpoint(b.src, dst); err != nil {
+			return fmt.Errorf("preparing %s: %w", b.dst, err)
+		}
+		if err := unix.MoveMount(b.fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("binding %s: %w", b.src, err)
+		}
+		unix.Close(b.fd)
+	}
+
+	tmpOpts := fmt.Sprintf("size=%d,mode=1777", s.TmpSize)
+	if err := unix.Mount("tmpfs", at("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+		return fmt.Errorf("mounting /tmp: %w", err)
+	}
+	if s.Workspace == "" {
+		opts := fmt.Sprintf("size=%d,mode=0755,uid=%d,gid=%d", s.WorkspaceSize, s.WorkspaceUID, s.WorkspaceUID)
+		if err := unix.Mount("tmpfs", at("workspace"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mounting /workspace: %w", err)
+		}
+	}
+	// A procfs of the jail's own pid namespace: only the jail's processes.
+	if err := unix.Mount("proc", at("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	// /proc/sys is owned by host root and so not writable by the sandbox user;
+	// make it read-only for every user as well, as defence in depth.
+	if err := unix.Mount(at("proc/sys"), at("proc/sys"), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("binding /proc/sys: %w", err)
+	}
+	if err := unix.Mount("", at("proc/sys"), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("remounting /proc/sys read-only: %w", err)
+	}
+
+	// pivot_root with new and old root the same directory stacks the old root
+	// under the new one; detaching it leaves no path back to the host.
+	if err := unix.Chdir(staging); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the old root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("remounting / read-only: %w", err)
+	}
+	return nil
+}
+
+// mountpoint creates an empty file or directory at dst, like src, with its
+// parents.
+func mountpoint(src, dst string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		err := os.Mkdir(dst, 0o755)
+		if os.IsExist(err) {
+			return nil
+		}
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// writeEtc synthesizes the jail's /etc: nothing of the host's but what
+// etcBinds names.
+func writeEtc(dir string) error {
+	files := map[string]string{
+		"passwd": fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\n%s:x:%d:%d:%s:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			SandboxName, SandboxUID, SandboxUID, SandboxName),
+		"group":         fmt.Sprintf("root:x:0:\n%s:x:%d:\nnogroup:x:65534:\n", SandboxName, SandboxUID),
+		"hosts":         "127.0.0.1\tlocalhost " + Hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"hostname":      Hostname + "\n",
+		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+		// No resolver yet: the jail has no network but loopback.
+		"resolv.conf": "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package jail
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cruciblehq/crucible/seccomp"
+
+	"golang.org/x/sys/unix"
+)
+
+// Re-exec markers: the jail's child processes are this binary, started with
+// one of these as argv[0]. Nothing else in argv or the environment is used.
+const (
+	argInit  = "crucible-jail-init"  // pid 1 of the jail: mounts, then reaps
+	argExec  = "crucible-jail-exec"  // drops privileges and execs the command
+	argProbe = "crucible-jail-probe" // exits at once: doctor's namespace check
+)
+
+// File descriptors the children inherit.
+const (
+	fdCtrl = 3 // SOCK_SEQPACKET to the supervisor: childMsg, and the seccomp listener
+	fdSpec = 4 // pipe carrying the JSON childSpec, read to EOF
+)
+
+// msgPlaced is the supervisor's one message to init: the jail's cgroup is set
+// up and init is in it.
+const msgPlaced = "placed"
+
+// childSpec is everything the child side needs, sent as JSON.
+type childSpec struct {
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+	Path string   `json:"path"` // PATH for looking up Args[0]
+
+	Workspace     string   `json:"workspace,omitempty"`
+	WorkspaceSize int64    `json:"workspace_size"`
+	WorkspaceUID  int      `json:"workspace_uid"` // owner of the tmpfs workspace, in the jail's outer user namespace
+	ReadOnly      []string `json:"ro,omitempty"`
+	TmpSize       int64    `json:"tmp_size"`
+
+	// Rootless: the supervisor could map only its own uid, so the command gets
+	// a nested user namespace in which it is SandboxUID.
+	Rootless  bool `json:"rootless"`
+	NewCgroup bool `json:"new_cgroupns"` // unshare the cgroup namespace once placed
+
+	NoFile uint64 `json:"nofile"`
+	FSize  uint64 `json:"fsize"`
+	NProc  uint64 `json:"nproc,omitempty"` // only where no pids cgroup bounds the jail
+
+	Filter        []byte `json:"filter"`          // seccomp program, see encodeFilter
+	Notify        bool   `json:"notify"`          // install the filter with a listener and send it back
+	LandlockMay   bool   `json:"landlock_may"`    // Landlock may be missing
+	NotifyMayFail bool   `json:"notify_may_fail"` // seccomp user notification may be missing
+}
+
+// childMsg travels from the children to the supervisor.
+type childMsg struct {
+	Error    *SetupError `json:"error,omitempty"`
+	Degraded string      `json:"degraded,omitempty"` // a layer that was allowed to be missing and was
+	Listener bool        `json:"listener,omitempty"` // the message carries the seccomp listener fd
+	Exit     *exitStatus `json:"exit,omitempty"`
+}
+
+type exitStatus struct {
+	Code   int `json:"code"`
+	Signal int `json:"signal,omitempty"`
+}
+
+// send writes one message on the control socket, with an fd if fd >= 0.
+func send(m childMsg, fd int) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	if err := unix.Sendmsg(fdCtrl, b, oob, nil, 0); err != nil {
+		return fmt.Errorf("sending to the supervisor: %w", err)
+	}
+	return nil
+}
+
+// encodeFilter packs a seccomp program as the kernel lays it out, 8 bytes an
+// instruction: in JSON that is base64, a fraction of an object per instruction
+// to decode, twice per execution.
+func encodeFilter(prog []seccomp.Instruction) []byte {
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = binary.LittleEndian.AppendUint16(b, in.Code)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.LittleEndian.AppendUint32(b, in.K)
+	}
+	return b
+}
+
+func decodeFilter(b []byte) ([]seccomp.Instruction, error) {
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("seccomp program of %d bytes", len(b))
+	}
+	prog := make([]seccomp.Instruction, len(b)/8)
+	for i := range prog {
+		in := b[8*i:]
+		prog[i] = seccomp.Instruction{Code: binary.LittleEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.LittleEndian.Uint32(in[4:])}
+	}
+	return prog, nil
+}

@@ -1,0 +1,104 @@
+// Package sandbox is the composition root: it turns the user's configuration
+// into the settings each mechanism takes and runs one execution, top to
+// bottom. It holds no mechanism of its own.
+package sandbox
+
+import (
+	"context"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
+)
+
+// defaultEnv is the whole environment a command starts with, before the
+// configured variables; nothing of the host's environment is passed in.
+var defaultEnv = map[string]string{
+	"PATH":   "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+	"HOME":   "/workspace",
+	"LANG":   "C.UTF-8",
+	"TMPDIR": "/tmp",
+	"USER":   jail.SandboxName,
+}
+
+// Streams are the execution's standard streams; nil means none.
+type Streams struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Exec runs args in a fresh jail configured by cfg.
+func Exec(ctx context.Context, cfg *config.Config, args []string, st Streams) (*jail.Result, error) {
+	return jail.Run(ctx, JailSpec(&cfg.Sandbox, args, st))
+}
+
+// JailSpec maps the sandbox section of the configuration onto a jail.Spec.
+func JailSpec(s *config.Sandbox, args []string, st Streams) *jail.Spec {
+	env := maps.Clone(defaultEnv)
+	maps.Copy(env, s.Env)
+	var envList []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		envList = append(envList, k+"="+env[k])
+	}
+	return &jail.Spec{
+		Args:          args,
+		Env:           envList,
+		Workspace:     s.Workspace,
+		WorkspaceSize: int64(s.TmpSize),
+		ReadOnly:      s.RO,
+		TmpSize:       int64(s.TmpSize),
+		Timeout:       time.Duration(s.Timeout),
+		Memory:        int64(s.Memory),
+		Pids:          s.Pids,
+		CPUs:          s.CPUs,
+		MaxOutput:     int64(s.MaxOutput),
+		Stdin:         st.Stdin,
+		Stdout:        st.Stdout,
+		Stderr:        st.Stderr,
+		AllowDegraded: s.AllowDegraded,
+	}
+}
+
+// Result is an execution's outcome as callers see it (`crucible exec --json`,
+// and later the MCP server). It is safe to show the model.
+type Result struct {
+	ExitCode   int         `json:"exit_code"`
+	Signal     string      `json:"signal"`
+	Stdout     string      `json:"stdout"`
+	Stderr     string      `json:"stderr"`
+	Truncated  bool        `json:"truncated"`
+	DurationMS int64       `json:"duration_ms"`
+	LimitsHit  []string    `json:"limits_hit"`
+	Violations []Violation `json:"violations"`
+	Degraded   []string    `json:"degraded,omitempty"`
+}
+
+// Violation is one kind of denied operation.
+type Violation struct {
+	Kind    string `json:"kind"`
+	Syscall string `json:"syscall,omitempty"`
+	Count   int    `json:"count"`
+	Reason  string `json:"reason"`
+}
+
+// NewResult assembles the caller's view of a jail result and its output.
+func NewResult(r *jail.Result, stdout, stderr string) *Result {
+	out := &Result{
+		ExitCode:   r.ExitCode,
+		Signal:     r.Signal,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		Truncated:  r.Truncated,
+		DurationMS: r.Duration.Milliseconds(),
+		LimitsHit:  append([]string{}, r.LimitsHit...),
+		Violations: []Violation{},
+		Degraded:   r.Degraded,
+	}
+	for _, v := range r.Violations {
+		out.Violations = append(out.Violations, Violation{Kind: v.Kind, Syscall: v.Syscall, Count: v.Count, Reason: v.Reason})
+	}
+	return out
+}
