@@ -46,9 +46,9 @@ func Parse(data []byte, name string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		var fe *fieldError
 		if errors.As(err, &fe) && d.lines[fe.path] > 0 {
-			return nil, fmt.Errorf("%s:%d: %v", name, d.lines[fe.path], err)
+			return nil, fmt.Errorf("%s:%d: %w", name, d.lines[fe.path], err)
 		}
-		return nil, fmt.Errorf("%s: %v", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return c, nil
 }
