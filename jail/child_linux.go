@@ -28,6 +28,9 @@ func Hook() {
 		// must see one consistent thread) stays on this thread.
 		runtime.LockOSThread()
 		os.Exit(initMain())
+	case argHold:
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	case argProbe:
 		os.Exit(0) // the namespaces could be created: that was the question
 	case argExec:

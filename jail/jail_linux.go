@@ -86,6 +86,16 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 	if cg == nil && s.Pids > 0 {
 		cs.NProc = uint64(s.Pids) // counted per user namespace: only this jail's
 	}
+	var extra []*os.File
+	if s.Workspace != "" && !rootless {
+		// Best effort: without it the command writes the workspace only where
+		// its permissions let the sandbox's host uid write.
+		if fd, err := idmappedBind(s.Workspace); err == nil {
+			f := os.NewFile(uintptr(fd), "workspace")
+			defer f.Close()
+			extra, cs.WorkspaceFD = append(extra, f), true
+		}
+	}
 	spec, err := json.Marshal(cs)
 	if err != nil {
 		return nil, err
@@ -109,18 +119,39 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 		return nil, fmt.Errorf("jail: pipe: %w", err)
 	}
 
+	// Stdin always reaches the jail through a pipe of ours: never the
+	// caller's own descriptor, which may be a terminal. The copy is not
+	// waited for, so a terminal nobody types into does not hold us up.
+	var stdin *os.File
+	if s.Stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			childCtrl.Close()
+			specR.Close()
+			specW.Close()
+			return nil, fmt.Errorf("jail: pipe: %w", err)
+		}
+		stdin = r
+		defer r.Close()
+		go func() {
+			_, _ = io.Copy(w, s.Stdin)
+			w.Close()
+		}()
+	}
 	stdout := &capWriter{w: s.Stdout, left: s.MaxOutput}
 	stderr := &capWriter{w: s.Stderr, left: s.MaxOutput}
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{argInit},
 		Env:         []string{}, // not nil: nil would mean our environment
-		Stdin:       s.Stdin,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  []*os.File{childCtrl, specR},
+		ExtraFiles:  append([]*os.File{childCtrl, specR}, extra...),
 		SysProcAttr: namespaceAttr(rootless),
 		WaitDelay:   2 * time.Second,
+	}
+	if stdin != nil {
+		cmd.Stdin = stdin // not a typed nil: os/exec would take it for a file
 	}
 	if cg != nil && cg.v2 {
 		cmd.SysProcAttr.UseCgroupFD = true

@@ -31,7 +31,8 @@ type bind struct {
 	src, dst string // dst is relative to the new root
 	rw       bool
 	dev      bool // keep device nodes usable
-	fd       int  // detached clone of src, from open_tree
+	dir      bool // src is a directory (learnt from the clone: /tmp is covered later)
+	fd       int  // detached mount of src; 0 until cloned (fd 0 is stdin, never a mount)
 }
 
 // setupRoot builds the jail's root filesystem and pivots into it.
@@ -71,16 +72,28 @@ func setupRoot(s *childSpec) error {
 		binds = append(binds, &bind{src: p, dst: strings.TrimPrefix(filepath.Clean(p), "/")})
 	}
 	if s.Workspace != "" {
-		binds = append(binds, &bind{src: s.Workspace, dst: "workspace", rw: true})
+		b := &bind{src: s.Workspace, dst: "workspace", rw: true, fd: -1}
+		if s.WorkspaceFD {
+			b.fd = fdWork // idmapped by the supervisor
+		}
+		binds = append(binds, b)
 	}
 
 	// Clone every source first: after this, host paths are never resolved again.
 	for _, b := range binds {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, b.src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err != nil {
-			return fmt.Errorf("cloning %s: %w", b.src, err)
+		if b.fd <= 0 {
+			fd, err := unix.OpenTree(unix.AT_FDCWD, b.src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if err != nil {
+				return fmt.Errorf("cloning %s: %w", b.src, err)
+			}
+			b.fd = fd
 		}
-		b.fd = fd
+		fd := b.fd
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("stat of %s: %w", b.src, err)
+		}
+		b.dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID, Propagation: unix.MS_PRIVATE}
 		if !b.rw {
 			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
@@ -117,17 +130,8 @@ func setupRoot(s *childSpec) error {
 		}
 	}
 
-	for _, b := range binds {
-		dst := at(b.dst)
-		if err := mountpoint(b.src, dst); err != nil {
-			return fmt.Errorf("preparing %s: %w", b.dst, err)
-		}
-		if err := unix.MoveMount(b.fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("binding %s: %w", b.src, err)
-		}
-		unix.Close(b.fd)
-	}
-
+	// The tmpfs mounts go first, so that a read-only bind below /tmp lands
+	// on top of them rather than under them.
 	tmpOpts := fmt.Sprintf("size=%d,mode=1777", s.TmpSize)
 	if err := unix.Mount("tmpfs", at("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
 		return fmt.Errorf("mounting /tmp: %w", err)
@@ -138,6 +142,17 @@ func setupRoot(s *childSpec) error {
 			return fmt.Errorf("mounting /workspace: %w", err)
 		}
 	}
+	for _, b := range binds {
+		dst := at(b.dst)
+		if err := mountpoint(dst, b.dir); err != nil {
+			return fmt.Errorf("preparing %s: %w", b.dst, err)
+		}
+		if err := unix.MoveMount(b.fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("binding %s: %w", b.src, err)
+		}
+		unix.Close(b.fd)
+	}
+
 	// A procfs of the jail's own pid namespace: only the jail's processes.
 	if err := unix.Mount("proc", at("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
@@ -171,17 +186,12 @@ func setupRoot(s *childSpec) error {
 	return nil
 }
 
-// mountpoint creates an empty file or directory at dst, like src, with its
-// parents.
-func mountpoint(src, dst string) error {
-	fi, err := os.Stat(src)
-	if err != nil {
-		return err
-	}
+// mountpoint creates an empty directory (or file) at dst, with its parents.
+func mountpoint(dst string, dir bool) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	if fi.IsDir() {
+	if dir {
 		err := os.Mkdir(dst, 0o755)
 		if os.IsExist(err) {
 			return nil

@@ -16,12 +16,14 @@ const (
 	argInit  = "crucible-jail-init"  // pid 1 of the jail: mounts, then reaps
 	argExec  = "crucible-jail-exec"  // drops privileges and execs the command
 	argProbe = "crucible-jail-probe" // exits at once: doctor's namespace check
+	argHold  = "crucible-jail-hold"  // exits at EOF on stdin: holds a namespace open
 )
 
 // File descriptors the children inherit.
 const (
 	fdCtrl = 3 // SOCK_SEQPACKET to the supervisor: childMsg, and the seccomp listener
 	fdSpec = 4 // pipe carrying the JSON childSpec, read to EOF
+	fdWork = 5 // init only, when childSpec.WorkspaceFD: the prepared workspace mount
 )
 
 // msgPlaced is the supervisor's one message to init: the jail's cgroup is set
@@ -38,6 +40,7 @@ type childSpec struct {
 	Workspace     string   `json:"workspace,omitempty"`
 	WorkspaceSize int64    `json:"workspace_size"`
 	WorkspaceUID  int      `json:"workspace_uid"` // owner of the tmpfs workspace, in the jail's outer user namespace
+	WorkspaceFD   bool     `json:"workspace_fd"`  // the workspace is a detached mount at fdWork, not a path
 	ReadOnly      []string `json:"ro,omitempty"`
 	TmpSize       int64    `json:"tmp_size"`
 

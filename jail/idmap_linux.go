@@ -1,0 +1,84 @@
+package jail
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// idmappedBind returns a detached bind mount of dir on which dir's owner
+// appears as the sandbox user: the command, running as an unprivileged host
+// uid, can then write the operator's directory, and what it creates belongs to
+// that directory's owner on the host. It needs root and a filesystem that
+// supports idmapped mounts (ext4, xfs, btrfs, tmpfs, overlayfs, ...); on error
+// the caller binds dir as it is.
+func idmappedBind(dir string) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return -1, err
+	}
+	ns, err := idmapNamespace(int(st.Uid), int(st.Gid))
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("open_tree: %w", err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns)}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("mount_setattr(MOUNT_ATTR_IDMAP): %w", err)
+	}
+	return fd, nil
+}
+
+// idmapNamespaces caches, per owner, a user namespace that maps the owner's
+// uid and gid to the sandbox user's host ids. Making one costs a process, and
+// a long-running supervisor sees the same few owners again and again.
+var idmapNamespaces sync.Map // [2]int{uid, gid} -> int (fd)
+
+var idmapMu sync.Mutex
+
+func idmapNamespace(uid, gid int) (int, error) {
+	key := [2]int{uid, gid}
+	if fd, ok := idmapNamespaces.Load(key); ok {
+		return fd.(int), nil
+	}
+	idmapMu.Lock()
+	defer idmapMu.Unlock()
+	if fd, ok := idmapNamespaces.Load(key); ok {
+		return fd.(int), nil
+	}
+	// A child that waits for EOF on stdin holds the namespace open while we
+	// take a descriptor of it.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return -1, err
+	}
+	defer r.Close()
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{argHold}, Env: []string{}, Stdin: r,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: hostIDBase + SandboxUID, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: hostIDBase + SandboxUID, Size: 1}},
+			Pdeathsig:   syscall.SIGKILL,
+		}}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return -1, fmt.Errorf("creating an idmap user namespace: %w", err)
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(cmd.Process.Pid)+"/ns/user", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	w.Close()
+	_ = cmd.Wait()
+	if err != nil {
+		return -1, fmt.Errorf("opening the idmap user namespace: %w", err)
+	}
+	idmapNamespaces.Store(key, fd)
+	return fd, nil
+}
