@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+// nobody is the unprivileged user the rootless tests run crucible as.
+const nobody = 65534
+
+// buildCrucible builds the crucible binary where an unprivileged user can run it.
+func buildCrucible(t *testing.T) string {
+	t.Helper()
+	// Not t.TempDir: its parent is private to root.
+	dir, err := os.MkdirTemp("", "crucible-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "crucible")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/crucible")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runAs runs the crucible binary as uid/gid with an empty environment.
+func runAs(t *testing.T, bin string, uid uint32, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// Rootless mode: started by an ordinary user, the jail is the same (the
+// command is uid 1000 with no capabilities, seccomp and Landlock on), and
+// without a delegated cgroup it refuses to run unless told it may.
+func TestRootless(t *testing.T) {
+	requireRoot(t) // to become nobody
+	bin := buildCrucible(t)
+
+	code, _, errs := runAs(t, bin, nobody, "exec", "--", "true")
+	if code != 125 || !strings.Contains(errs, "cgroup") || !strings.Contains(errs, "--allow-degraded cgroup") {
+		t.Fatalf("without a cgroup: exit %d, stderr %q; want 125 naming the cgroup layer and the fix", code, errs)
+	}
+
+	code, out, errs := runAs(t, bin, nobody, "exec", "--json", "--allow-degraded", "cgroup", "--",
+		"sh", "-c", `id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/uid_map; touch /workspace/ok && echo wrote; touch /usr/x 2>/dev/null || echo ro`)
+	var r sandbox.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	for _, want := range []string{"1000\n", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "wrote", "ro"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("missing %q in %q (stderr %q)", want, r.Stdout, r.Stderr)
+		}
+	}
+	if len(r.Degraded) != 1 || r.Degraded[0] != "cgroup" {
+		t.Errorf("degraded = %q, want [cgroup]", r.Degraded)
+	}
+
+	// A denied syscall is still refused and recorded.
+	code, out, _ = runAs(t, bin, nobody, "exec", "--json", "--allow-degraded", "cgroup", "--",
+		"python3", "-c", "import ctypes; print(ctypes.CDLL(None, use_errno=True).unshare(0x10000000))")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Stdout != "-1\n" || !violated(&r, "unshare") {
+		t.Errorf("unshare(CLONE_NEWUSER) as nobody: exit %d, %+v", code, r)
+	}
+
+	// doctor works as a normal user and says what is missing.
+	code, out, _ = runAs(t, bin, nobody, "doctor")
+	if code != 1 || !strings.Contains(out, "rootless") || !strings.Contains(out, "--allow-degraded cgroup") {
+		t.Errorf("doctor as nobody: exit %d\n%s", code, out)
+	}
+}
+
+func TestDoctorAsRoot(t *testing.T) {
+	requireRoot(t)
+	code, out, _ := run(t, "", "doctor")
+	if code != 0 || !strings.Contains(out, "jail") || strings.Contains(out, "missing") {
+		t.Fatalf("doctor: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,133 @@
+package jail
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	Hook()
+	os.Exit(m.Run())
+}
+
+func TestCapWriter(t *testing.T) {
+	var b bytes.Buffer
+	w := &capWriter{w: &b, left: 5}
+	for _, s := range []string{"ab", "cde", "fgh", ""} {
+		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v; want all of it taken", s, n, err)
+		}
+	}
+	if b.String() != "abcde" || !w.cut {
+		t.Fatalf("passed %q, cut %v; want abcde, true", b.String(), w.cut)
+	}
+	w = &capWriter{left: 3}
+	_, _ = w.Write([]byte("abc"))
+	if w.cut {
+		t.Fatal("exactly the cap was reported as cut")
+	}
+}
+
+func TestEnvValue(t *testing.T) {
+	env := []string{"PATH=/a", "PATHX=/x", "P=1", "PATH=/b"}
+	if got := envValue(env, "PATH"); got != "/b" {
+		t.Errorf("PATH = %q, want the last one, /b", got)
+	}
+	if got := envValue(env, "PAT"); got != "" {
+		t.Errorf("PAT = %q, want none", got)
+	}
+}
+
+func TestFilterEncoding(t *testing.T) {
+	f := SyscallFilter()
+	if f == nil {
+		t.Skip("no syscall policy for this architecture")
+	}
+	prog, err := f.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeFilter(encodeFilter(prog))
+	if err != nil || !slices.Equal(back, prog) {
+		t.Fatalf("round trip changed the program (err %v)", err)
+	}
+	if _, err := decodeFilter(make([]byte, 7)); err == nil {
+		t.Fatal("a truncated program decoded")
+	}
+}
+
+func TestEventCount(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "memory.events")
+	if err := os.WriteFile(p, []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := eventCount(p, "oom_kill"); n != 2 {
+		t.Errorf("oom_kill = %d, want 2", n)
+	}
+	if n := eventCount(p, "oom"); n != 1 {
+		t.Errorf("oom = %d, want 1", n)
+	}
+	if n := eventCount(filepath.Join(t.TempDir(), "absent"), "max"); n != 0 {
+		t.Errorf("absent file = %d, want 0", n)
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	if p, err := lookPath("sh", "/nonexistent:/usr/bin:/bin"); err != nil || !strings.HasSuffix(p, "/sh") {
+		t.Errorf("sh = %q, %v", p, err)
+	}
+	if _, err := lookPath("no-such-command-here", "/usr/bin"); err == nil {
+		t.Error("found a command that does not exist")
+	}
+	if p, _ := lookPath("./x", ""); p != "./x" {
+		t.Errorf("a path with a slash is used as is, got %q", p)
+	}
+}
+
+func spec(args ...string) *Spec {
+	return &Spec{Args: args, Env: []string{"PATH=/usr/bin:/bin"}, TmpSize: 4 << 20, WorkspaceSize: 4 << 20,
+		Memory: 128 << 20, Pids: 32, CPUs: 1, MaxOutput: 1 << 20, Timeout: 10 * time.Second}
+}
+
+// A layer that cannot be built refuses the run with a SetupError that names
+// the layer; nothing of the command runs.
+func TestSetupErrorIsReported(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the cgroup layer")
+	}
+	s := spec("/bin/sh", "-c", "echo ran")
+	s.ReadOnly = []string{"/nonexistent/crucible-test"}
+	var out bytes.Buffer
+	s.Stdout = &out
+	_, err := Run(context.Background(), s)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Layer != "mount" {
+		t.Fatalf("err = %v, want a mount SetupError", err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("the command ran: %q", out.String())
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the cgroup layer")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := Run(ctx, spec("/bin/sleep", "60"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("cancel took %s", d)
+	}
+}
