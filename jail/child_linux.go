@@ -54,7 +54,7 @@ var fixes = map[string]string{
 	LayerLandlock:      "boot a kernel with Landlock enabled (lsm=...,landlock), or pass --allow-degraded landlock",
 	LayerSeccompNotify: "use Linux 5.0 or later, or pass --allow-degraded seccomp_notify",
 	"seccomp":          "use a kernel built with CONFIG_SECCOMP_FILTER",
-	"mount":            "run 'crucible doctor'; Linux 5.12 or later is needed (open_tree, mount_setattr)",
+	"mount":            "check the paths given to bind; run 'crucible doctor' (Linux 5.12 or later is needed)",
 }
 
 // awaitPlaced blocks until the supervisor says the cgroup is in place.

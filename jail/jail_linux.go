@@ -54,17 +54,17 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 	}
 	allowed := func(layer string) bool { return slices.Contains(s.AllowDegraded, layer) }
 
-	res := &Result{}
-	cg, err := newCgroup(cgroupLimits{Memory: s.Memory, Pids: s.Pids, CPUs: s.CPUs})
+	x := &execution{}
+	var degraded []string
+	x.cg, err = newCgroup(cgroupLimits{Memory: s.Memory, Pids: s.Pids, CPUs: s.CPUs})
 	if err != nil {
 		if !allowed(LayerCgroup) {
 			return nil, &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
 		}
-		res.Degraded = append(res.Degraded, LayerCgroup)
-		cg = nil
+		degraded, x.cg = append(degraded, LayerCgroup), nil
 	}
-	if cg != nil {
-		defer cg.destroy()
+	if x.cg != nil {
+		defer x.cg.destroy()
 	}
 
 	rootless := os.Geteuid() != 0
@@ -72,7 +72,7 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 		Args: s.Args, Env: s.Env, Dir: s.Dir, Path: envValue(s.Env, "PATH"),
 		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, WorkspaceUID: SandboxUID,
 		ReadOnly: s.ReadOnly, TmpSize: s.TmpSize,
-		Rootless: rootless, NewCgroup: cg != nil && !cg.v2,
+		Rootless: rootless, NewCgroup: x.cg != nil && !x.cg.v2,
 		NoFile: defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
 		Filter: prog, Notify: true,
 		LandlockMay: allowed(LayerLandlock), NotifyMayFail: allowed(LayerSeccompNotify),
@@ -83,145 +83,181 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 	if rootless {
 		cs.WorkspaceUID = 0 // the command's uid in the nested namespace maps to our 0
 	}
-	if cg == nil && s.Pids > 0 {
+	if x.cg == nil && s.Pids > 0 {
 		cs.NProc = uint64(s.Pids) // counted per user namespace: only this jail's
 	}
-	var extra []*os.File
-	if s.Workspace != "" && !rootless {
+
+	if err := x.start(s, cs); err != nil {
+		return nil, err
+	}
+	defer x.ctrl.Close()
+	x.wait(ctx, s.Timeout)
+	if ctx.Err() != nil && !x.timedOut.Load() {
+		return nil, ctx.Err()
+	}
+	res, err := x.result()
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start)
+	res.Degraded = append(degraded, res.Degraded...)
+	return res, nil
+}
+
+// execution is the supervisor's side of one running jail.
+type execution struct {
+	cmd            *exec.Cmd
+	cg             *cgroup // nil when allowed to be missing
+	ctrl           *net.UnixConn
+	stdout, stderr *capWriter
+	mon            monitor
+	timedOut       atomic.Bool
+}
+
+// start starts the jail's init and hands it its spec; when it returns nil,
+// init may already be running the command.
+func (x *execution) start(s *Spec, cs *childSpec) (err error) {
+	// The child's ends of everything, closed as soon as it has its copies.
+	var childFiles []*os.File
+	closeChildFiles := func() {
+		for _, f := range childFiles {
+			f.Close()
+		}
+		childFiles = nil
+	}
+	defer closeChildFiles()
+
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("jail: socketpair: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "ctrl")
+	childFiles = append(childFiles, os.NewFile(uintptr(fds[1]), "ctrl-child"))
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return fmt.Errorf("jail: control socket: %w", err)
+	}
+	x.ctrl = conn.(*net.UnixConn)
+	defer func() {
+		if err != nil {
+			x.ctrl.Close()
+		}
+	}()
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("jail: pipe: %w", err)
+	}
+	childFiles = append(childFiles, specR)
+	if cs.Workspace != "" && !cs.Rootless {
 		// Best effort: without it the command writes the workspace only where
 		// its permissions let the sandbox's host uid write.
-		if fd, err := idmappedBind(s.Workspace); err == nil {
-			f := os.NewFile(uintptr(fd), "workspace")
-			defer f.Close()
-			extra, cs.WorkspaceFD = append(extra, f), true
+		if fd, err := idmappedBind(cs.Workspace); err == nil {
+			childFiles = append(childFiles, os.NewFile(uintptr(fd), "workspace"))
+			cs.WorkspaceFD = true
 		}
 	}
 	spec, err := json.Marshal(cs)
 	if err != nil {
-		return nil, err
+		specW.Close()
+		return err
 	}
 
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("jail: socketpair: %w", err)
+	x.stdout = &capWriter{w: s.Stdout, left: s.MaxOutput}
+	x.stderr = &capWriter{w: s.Stderr, left: s.MaxOutput}
+	x.cmd = &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{argInit},
+		Env:         []string{}, // not nil: nil would mean our environment
+		Stdout:      x.stdout,
+		Stderr:      x.stderr,
+		ExtraFiles:  childFiles, // fdCtrl, fdSpec, fdWork
+		SysProcAttr: namespaceAttr(cs.Rootless),
+		WaitDelay:   2 * time.Second,
 	}
-	ctrlFile, childCtrl := os.NewFile(uintptr(fds[0]), "ctrl"), os.NewFile(uintptr(fds[1]), "ctrl-child")
-	ctrl, err := net.FileConn(ctrlFile)
-	ctrlFile.Close()
-	if err != nil {
-		childCtrl.Close()
-		return nil, fmt.Errorf("jail: control socket: %w", err)
-	}
-	defer ctrl.Close()
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		childCtrl.Close()
-		return nil, fmt.Errorf("jail: pipe: %w", err)
-	}
-
-	// Stdin always reaches the jail through a pipe of ours: never the
-	// caller's own descriptor, which may be a terminal. The copy is not
-	// waited for, so a terminal nobody types into does not hold us up.
-	var stdin *os.File
 	if s.Stdin != nil {
+		// Stdin reaches the jail through a pipe of ours, never the caller's
+		// own descriptor, which may be a terminal. The copy is not waited
+		// for, so a terminal nobody types into does not hold us up.
 		r, w, err := os.Pipe()
 		if err != nil {
-			childCtrl.Close()
-			specR.Close()
 			specW.Close()
-			return nil, fmt.Errorf("jail: pipe: %w", err)
+			return fmt.Errorf("jail: pipe: %w", err)
 		}
-		stdin = r
-		defer r.Close()
+		childFiles = append(childFiles, r) // after ExtraFiles was set: not an extra fd
+		x.cmd.Stdin = r
 		go func() {
 			_, _ = io.Copy(w, s.Stdin)
 			w.Close()
 		}()
 	}
-	stdout := &capWriter{w: s.Stdout, left: s.MaxOutput}
-	stderr := &capWriter{w: s.Stderr, left: s.MaxOutput}
-	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
-		Args:        []string{argInit},
-		Env:         []string{}, // not nil: nil would mean our environment
-		Stdout:      stdout,
-		Stderr:      stderr,
-		ExtraFiles:  append([]*os.File{childCtrl, specR}, extra...),
-		SysProcAttr: namespaceAttr(rootless),
-		WaitDelay:   2 * time.Second,
-	}
-	if stdin != nil {
-		cmd.Stdin = stdin // not a typed nil: os/exec would take it for a file
-	}
-	if cg != nil && cg.v2 {
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = cg.fd
+	if x.cg != nil && x.cg.v2 {
+		x.cmd.SysProcAttr.UseCgroupFD = true
+		x.cmd.SysProcAttr.CgroupFD = x.cg.fd
 	}
 
 	// Pdeathsig fires when the thread that forked the child exits; a locked
 	// thread is never reused for that while we hold it, and Go never exits an
 	// unlocked one.
 	runtime.LockOSThread()
-	err = cmd.Start()
+	err = x.cmd.Start()
 	runtime.UnlockOSThread()
-	childCtrl.Close()
-	specR.Close()
+	closeChildFiles()
 	if err != nil {
 		specW.Close()
-		return nil, startError(err)
+		return startError(err)
 	}
-	kill := func() { _ = cmd.Process.Kill() }
-
 	go func() {
 		// A dead child makes this fail with EPIPE; Wait reports why.
 		_, _ = specW.Write(spec)
 		specW.Close()
 	}()
-	if cg != nil && !cg.v2 {
+	if x.cg != nil && !x.cg.v2 {
 		// init builds the root meanwhile, but starts nothing of the command
 		// before it hears msgPlaced.
-		if err := cg.add(cmd.Process.Pid); err != nil {
-			kill()
-			_ = cmd.Wait()
-			return nil, &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
+		if err := x.cg.add(x.cmd.Process.Pid); err != nil {
+			x.kill()
+			_ = x.cmd.Wait()
+			return &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
 		}
 	}
 	// If init has already failed this write fails too; its error message
-	// is waiting on the socket, and Wait below collects it.
-	_, _ = ctrl.Write([]byte(msgPlaced))
+	// is waiting on the socket, and wait collects it.
+	_, _ = x.ctrl.Write([]byte(msgPlaced))
+	return nil
+}
 
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(s.Timeout, func() { timedOut.Store(true); kill() })
-	defer timer.Stop()
-	if s.Timeout <= 0 {
-		timer.Stop()
+func (x *execution) kill() { _ = x.cmd.Process.Kill() }
+
+// wait waits for init to exit, killing it at the timeout or when ctx ends,
+// and for everything it said on the control socket.
+func (x *execution) wait(ctx context.Context, timeout time.Duration) {
+	if timeout > 0 {
+		timer := time.AfterFunc(timeout, func() { x.timedOut.Store(true); x.kill() })
+		defer timer.Stop()
 	}
-	stopCancel := context.AfterFunc(ctx, kill)
-	defer stopCancel()
+	stop := context.AfterFunc(ctx, x.kill)
+	defer stop()
 
-	mon := &monitor{}
 	ctrlDone := make(chan struct{})
 	go func() {
 		defer close(ctrlDone)
-		mon.read(ctrl.(*net.UnixConn))
+		x.mon.read(x.ctrl)
 	}()
-
-	waitErr := cmd.Wait()
+	_ = x.cmd.Wait() // the exit status is read from ProcessState
 	<-ctrlDone
-	mon.stop()
-	res.Duration = time.Since(start)
+	x.mon.stop()
+}
 
-	if ctx.Err() != nil && !timedOut.Load() {
-		return nil, ctx.Err()
+// result turns what happened into a Result, or the SetupError that stopped
+// the command from running.
+func (x *execution) result() (*Result, error) {
+	if x.mon.setupErr != nil {
+		return nil, x.mon.setupErr
 	}
-	if mon.setupErr != nil {
-		return nil, mon.setupErr
-	}
-	res.Degraded = append(res.Degraded, mon.degraded...)
-	res.Violations = mon.violations()
-
-	switch st := mon.exit; {
-	case timedOut.Load():
+	res := &Result{Degraded: x.mon.degraded, Violations: x.mon.violations()}
+	switch st := x.mon.exit; {
+	case x.timedOut.Load():
 		res.ExitCode, res.Signal = ExitTimeout, "SIGKILL"
 		res.LimitsHit = append(res.LimitsHit, "timeout")
 	case st != nil:
@@ -231,9 +267,9 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 		}
 	default:
 		// init itself ended without a word: killed (by the OOM killer, say).
-		ps := cmd.ProcessState
+		ps := x.cmd.ProcessState
 		if ps == nil {
-			return nil, fmt.Errorf("jail: %w", waitErr)
+			return nil, errors.New("jail: init was not reaped")
 		}
 		ws := ps.Sys().(syscall.WaitStatus)
 		res.ExitCode = ws.ExitStatus()
@@ -242,18 +278,18 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 			res.ExitCode = 128 + int(ws.Signal())
 		}
 	}
-	if cg != nil {
-		if cg.oomKilled() {
+	if x.cg != nil {
+		if x.cg.oomKilled() {
 			res.LimitsHit = append(res.LimitsHit, "memory")
-			if res.Signal == "SIGKILL" && !timedOut.Load() {
+			if res.Signal == "SIGKILL" && !x.timedOut.Load() {
 				res.ExitCode = ExitMemory
 			}
 		}
-		if cg.pidsHit() {
+		if x.cg.pidsHit() {
 			res.LimitsHit = append(res.LimitsHit, "pids")
 		}
 	}
-	if stdout.cut || stderr.cut {
+	if x.stdout.cut || x.stderr.cut {
 		res.Truncated = true
 		res.LimitsHit = append(res.LimitsHit, "output")
 	}
@@ -352,6 +388,11 @@ func (m *monitor) read(c *net.UnixConn) {
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+		if errors.Is(err, unix.ECONNRESET) {
+			// A child closed its end with our msgPlaced unread; the error is
+			// reported once, and what the children sent is still queued.
+			continue
+		}
 		if err != nil || n == 0 {
 			return
 		}

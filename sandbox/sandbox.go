@@ -5,7 +5,9 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"maps"
 	"slices"
 	"time"
@@ -33,6 +35,27 @@ type Streams struct {
 // Exec runs args in a fresh jail configured by cfg.
 func Exec(ctx context.Context, cfg *config.Config, args []string, st Streams) (*jail.Result, error) {
 	return jail.Run(ctx, JailSpec(&cfg.Sandbox, args, st))
+}
+
+// CheckPaths reports host paths in s that do not exist (or a workspace that is
+// not a directory), so that the operator hears of a typo before any jail is
+// built.
+func CheckPaths(s *config.Sandbox) error {
+	if s.Workspace != "" {
+		fi, err := os.Stat(s.Workspace)
+		if err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("workspace: %s is not a directory", s.Workspace)
+		}
+	}
+	for _, p := range s.RO {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("ro: %w", err)
+		}
+	}
+	return nil
 }
 
 // JailSpec maps the sandbox section of the configuration onto a jail.Spec.

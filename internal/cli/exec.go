@@ -113,7 +113,10 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, sandbox.CheckPaths(&cfg.Sandbox)
 }
 
 func runExec(ctx context.Context, args []string, env Env) int {

@@ -51,6 +51,8 @@ func TestExecUsageErrors(t *testing.T) {
 		{"exec", "--allow-degraded", "seccomp", "--", "true"},
 		{"exec", "--no-such-flag", "--", "true"},
 		{"exec", "--config", "/nonexistent/crucible.yaml", "--", "true"},
+		{"exec", "--ro", "/nonexistent/crucible-test", "--", "true"},
+		{"exec", "--workspace", "/etc/hostname", "--", "true"},
 		{"frobnicate"},
 	} {
 		code, _, errs := run(t, "", args...)
