@@ -7,8 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
