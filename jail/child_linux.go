@@ -133,7 +133,7 @@ func initMain() int {
 		return fail("init", "pipe: %v", err)
 	}
 	attr := &syscall.ProcAttr{
-		Env: []string{},
+		Env: childEnv,
 		// stdio, then the control socket and the spec pipe at fdCtrl, fdSpec.
 		Files: []uintptr{0, 1, 2, fdCtrl, r.Fd()},
 		Sys: &syscall.SysProcAttr{

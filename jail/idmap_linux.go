@@ -18,15 +18,26 @@ import (
 // supports idmapped mounts (ext4, xfs, btrfs, tmpfs, overlayfs, ...); on error
 // the caller binds dir as it is.
 func idmappedBind(dir string) (int, error) {
+	// Not through a symlink: the jail may have planted one in a directory
+	// that the operator later hands over as a workspace, and the idmap
+	// would give it the owner's rights on wherever the link points.
+	dfd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return -1, fmt.Errorf("opening the workspace: %w", err)
+	}
+	defer unix.Close(dfd)
 	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
+	if err := unix.Fstat(dfd, &st); err != nil {
 		return -1, err
 	}
 	ns, err := idmapNamespace(int(st.Uid), int(st.Gid))
 	if err != nil {
 		return -1, err
 	}
-	fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	fd, err := unix.OpenTree(dfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
 		return -1, fmt.Errorf("open_tree: %w", err)
 	}
@@ -62,7 +73,7 @@ func idmapNamespace(uid, gid int) (int, error) {
 		return -1, err
 	}
 	defer r.Close()
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{argHold}, Env: []string{}, Stdin: r,
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{argHold}, Env: childEnv, Stdin: r,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:  unix.CLONE_NEWUSER,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: hostIDBase + SandboxUID, Size: 1}},

@@ -168,7 +168,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 	x.cmd = &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{argInit},
-		Env:         []string{}, // not nil: nil would mean our environment
+		Env:         childEnv, // never nil: nil would mean our environment
 		Stdout:      x.stdout,
 		Stderr:      x.stderr,
 		ExtraFiles:  childFiles, // fdCtrl, fdSpec, fdWork

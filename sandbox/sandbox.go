@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -48,6 +49,12 @@ func CheckPaths(s *config.Sandbox) error {
 		}
 		if !fi.IsDir() {
 			return fmt.Errorf("workspace: %s is not a directory", s.Workspace)
+		}
+		// A symlink in the path may be one that an earlier execution planted
+		// in its own workspace; the jail would get the directory's owner's
+		// rights on its target. The operator names the real directory.
+		if real, err := filepath.EvalSymlinks(s.Workspace); err == nil && real != s.Workspace {
+			return fmt.Errorf("workspace: %s goes through a symbolic link; give the directory itself (%s)", s.Workspace, real)
 		}
 	}
 	for _, p := range s.RO {
