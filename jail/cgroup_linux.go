@@ -31,9 +31,10 @@ type cgroupLimits struct {
 // cgroup is one jail's cgroup: a single directory on cgroup v2, one per
 // controller on v1.
 type cgroup struct {
-	v2   bool
-	dirs []string // v2: one; v1: memory, pids, cpu in that order
-	fd   int      // v2: the directory, for CLONE_INTO_CGROUP; else -1
+	v2      bool
+	dirs    []string // v2: one; v1: memory, pids, cpu in that order
+	parents []string // the supervisor's own cgroups, like dirs
+	fd      int      // v2: the directory, for CLONE_INTO_CGROUP; else -1
 }
 
 // cgroupParents says where this process may create jail cgroups: the cgroup
@@ -156,7 +157,7 @@ func newCgroup(l cgroupLimits) (*cgroup, error) {
 	}
 	sweepOnce.Do(func() { sweepStale(parent) })
 	name := fmt.Sprintf("crucible-%d-%d", os.Getpid(), cgroupSeq.Add(1))
-	cg := &cgroup{v2: parent.v2, fd: -1}
+	cg := &cgroup{v2: parent.v2, parents: parent.dirs, fd: -1}
 	for _, p := range parent.dirs {
 		d := filepath.Join(p, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -212,11 +213,16 @@ func (c *cgroup) limit(l cgroupLimits) error {
 	return nil
 }
 
-// add moves pid into the cgroup (v1; on v2 the clone places it).
-func (c *cgroup) add(pid int) error {
-	for _, d := range c.dirs {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("joining the cgroup: %w", pathless(err))
+// enter moves the calling thread into the cgroup, and leave moves it back to
+// where it came from (cgroup v1 only, where membership is per thread). "0"
+// means the writing thread itself.
+func (c *cgroup) enter() error { return moveThread(c.dirs, "joining the cgroup") }
+func (c *cgroup) leave() error { return moveThread(c.parents, "leaving the cgroup") }
+
+func moveThread(dirs []string, doing string) error {
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte("0"), 0); err != nil {
+			return fmt.Errorf("%s: %w", doing, pathless(err))
 		}
 	}
 	return nil

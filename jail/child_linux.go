@@ -57,24 +57,6 @@ var fixes = map[string]string{
 	"mount":            "check the paths given to bind; run 'crucible doctor' (Linux 5.12 or later is needed)",
 }
 
-// awaitPlaced blocks until the supervisor says the cgroup is in place.
-func awaitPlaced() error {
-	var b [16]byte
-	for {
-		n, err := unix.Read(fdCtrl, b[:])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if string(b[:n]) != msgPlaced {
-			return fmt.Errorf("unexpected message %q", b[:n])
-		}
-		return nil
-	}
-}
-
 func readSpec() (*childSpec, error) {
 	f := os.NewFile(fdSpec, "spec")
 	defer f.Close()
@@ -112,18 +94,6 @@ func initMain() int {
 		return fail("network", "bringing up lo: %v", err)
 	}
 
-	// The supervisor moves us into the jail's cgroup while we build the root
-	// (on cgroup v1 a move can cost a few ms); the command's process must
-	// start inside it, so wait for the word.
-	if err := awaitPlaced(); err != nil {
-		return fail(LayerCgroup, "waiting to be placed in the cgroup: %v", err)
-	}
-	if s.NewCgroup {
-		// Make our cgroup the root of what the jail can see.
-		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-			return fail(LayerCgroup, "unsharing the cgroup namespace: %v", err)
-		}
-	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return fail("init", "encoding the spec: %v", err)

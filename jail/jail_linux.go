@@ -72,8 +72,8 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 		Args: s.Args, Env: s.Env, Dir: s.Dir, Path: envValue(s.Env, "PATH"),
 		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, WorkspaceUID: SandboxUID,
 		ReadOnly: s.ReadOnly, TmpSize: s.TmpSize,
-		Rootless: rootless, NewCgroup: x.cg != nil && !x.cg.v2,
-		NoFile: defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
+		Rootless: rootless,
+		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
 		Filter: prog, Notify: true,
 		LandlockMay: allowed(LayerLandlock), NotifyMayFail: allowed(LayerSeccompNotify),
 	}
@@ -196,35 +196,60 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		x.cmd.SysProcAttr.CgroupFD = x.cg.fd
 	}
 
-	// Pdeathsig fires when the thread that forked the child exits; a locked
-	// thread is never reused for that while we hold it, and Go never exits an
-	// unlocked one.
-	runtime.LockOSThread()
-	err = x.cmd.Start()
-	runtime.UnlockOSThread()
+	err = x.fork()
 	closeChildFiles()
 	if err != nil {
 		specW.Close()
-		return startError(err)
+		return err
 	}
 	go func() {
 		// A dead child makes this fail with EPIPE; Wait reports why.
 		_, _ = specW.Write(spec)
 		specW.Close()
 	}()
-	if x.cg != nil && !x.cg.v2 {
-		// init builds the root meanwhile, but starts nothing of the command
-		// before it hears msgPlaced.
-		if err := x.cg.add(x.cmd.Process.Pid); err != nil {
-			x.kill()
-			_ = x.cmd.Wait()
-			return &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
-		}
-	}
-	// If init has already failed this write fails too; its error message
-	// is waiting on the socket, and wait collects it.
-	_, _ = x.ctrl.Write([]byte(msgPlaced))
 	return nil
+}
+
+// fork starts init inside the jail's cgroup, so that nothing of the jail ever
+// runs outside it. On cgroup v2 the clone places it (CLONE_INTO_CGROUP). On
+// v1 the forking thread moves itself into the cgroup, forks, and moves back:
+// a thread that moves itself skips the lock that moving a whole process
+// takes, which waits for an RCU grace period (up to ~10 ms here).
+//
+// It runs on a goroutine of its own, locked to its thread: Pdeathsig fires
+// when the thread that forked the child exits, and Go never exits an unlocked
+// thread. If the thread cannot move back, the goroutine ends still locked and
+// Go ends the thread with it, rather than let it run other work inside the
+// jail's limits.
+func (x *execution) fork() error {
+	v1 := x.cg != nil && !x.cg.v2
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if v1 {
+			if err := x.cg.enter(); err != nil {
+				errc <- &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
+				return // still locked: the thread may be half moved
+			}
+		}
+		err := x.cmd.Start()
+		if err != nil {
+			err = startError(err)
+		}
+		if v1 {
+			if lerr := x.cg.leave(); lerr != nil {
+				if err == nil {
+					x.kill()
+					_ = x.cmd.Wait()
+				}
+				errc <- &SetupError{Layer: LayerCgroup, Msg: lerr.Error(), Fix: cgroupFix()}
+				return
+			}
+		}
+		runtime.UnlockOSThread()
+		errc <- err
+	}()
+	return <-errc
 }
 
 func (x *execution) kill() { _ = x.cmd.Process.Kill() }
@@ -388,11 +413,6 @@ func (m *monitor) read(c *net.UnixConn) {
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
-		if errors.Is(err, unix.ECONNRESET) {
-			// A child closed its end with our msgPlaced unread; the error is
-			// reported once, and what the children sent is still queued.
-			continue
-		}
 		if err != nil || n == 0 {
 			return
 		}

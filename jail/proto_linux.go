@@ -26,10 +26,6 @@ const (
 	fdWork = 5 // init only, when childSpec.WorkspaceFD: the prepared workspace mount
 )
 
-// msgPlaced is the supervisor's one message to init: the jail's cgroup is set
-// up and init is in it.
-const msgPlaced = "placed"
-
 // childSpec is everything the child side needs, sent as JSON.
 type childSpec struct {
 	Args []string `json:"args"`
@@ -46,8 +42,7 @@ type childSpec struct {
 
 	// Rootless: the supervisor could map only its own uid, so the command gets
 	// a nested user namespace in which it is SandboxUID.
-	Rootless  bool `json:"rootless"`
-	NewCgroup bool `json:"new_cgroupns"` // unshare the cgroup namespace once placed
+	Rootless bool `json:"rootless"`
 
 	NoFile uint64 `json:"nofile"`
 	FSize  uint64 `json:"fsize"`
