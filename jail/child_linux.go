@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -84,6 +85,13 @@ func initMain() int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail("init", "prctl(PR_SET_DUMPABLE): %v", err)
 	}
+	// As pid 1, init gets only the signals it handles from inside its pid
+	// namespace, and Go handles the terminating ones by exiting: ignore them,
+	// so that the command cannot end its own jail early with a made-up exit
+	// code. (Landlock's signal scope refuses them too, from ABI 6.) SIGKILL
+	// from the supervisor still works.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM)
 	if err := unix.Sethostname([]byte(Hostname)); err != nil {
 		return fail("uts", "sethostname: %v", err)
 	}

@@ -90,6 +90,16 @@ func TestRootless(t *testing.T) {
 		t.Errorf("unshare(CLONE_NEWUSER) as nobody: exit %d, %+v", code, r)
 	}
 
+	// Rootless, the command and the jail's init are the same host uid, so
+	// only Landlock's signal scope (ABI 6) keeps the command from signalling
+	// init; were it missing, init would die of the SIGTERM and the marker
+	// would never print.
+	_, out, _ = runAs(t, bin, nobody, "exec", "--json", "--allow-degraded", "cgroup", "--",
+		"sh", "-c", `kill -TERM 1 2>&1; sleep 0.2; echo alive`)
+	if err := json.Unmarshal([]byte(out), &r); err != nil || !strings.Contains(r.Stdout, "Operation not permitted") || !strings.Contains(r.Stdout, "alive") {
+		t.Errorf("kill -TERM 1 from the command: %+v", r)
+	}
+
 	// doctor works as a normal user and says what is missing.
 	code, out, _ = runAs(t, bin, nobody, "doctor")
 	if code != 1 || !strings.Contains(out, "rootless") || !strings.Contains(out, "--allow-degraded cgroup") {

@@ -1,0 +1,78 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
+)
+
+func TestJailSpec(t *testing.T) {
+	s := config.Default().Sandbox
+	s.Env = map[string]string{"MODE": "test", "HOME": "/tmp"}
+	s.RO = []string{"/opt/data"}
+	spec := JailSpec(&s, []string{"sh"}, Streams{})
+	want := []string{"HOME=/tmp", "LANG=C.UTF-8", "MODE=test",
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", "TMPDIR=/tmp", "USER=sandbox"}
+	if !slices.Equal(spec.Env, want) {
+		t.Errorf("env = %q, want %q (defaults, overridden by the config, sorted)", spec.Env, want)
+	}
+	if spec.Timeout != 30*time.Second || spec.Memory != 512<<20 || spec.Pids != 128 || spec.CPUs != 1 ||
+		spec.TmpSize != 64<<20 || spec.WorkspaceSize != 64<<20 || spec.MaxOutput != 1<<20 {
+		t.Errorf("limits not carried over: %+v", spec)
+	}
+	if !slices.Equal(spec.ReadOnly, s.RO) {
+		t.Errorf("ro = %q", spec.ReadOnly)
+	}
+	for k := range s.Env {
+		if _, ok := defaultEnv[k]; ok && k != "HOME" {
+			t.Errorf("the config changed the defaults map itself (%s)", k)
+		}
+	}
+	if defaultEnv["HOME"] != "/workspace" {
+		t.Error("JailSpec modified defaultEnv")
+	}
+}
+
+// The names the config accepts are the names the jail understands.
+func TestDegradableLayersAgree(t *testing.T) {
+	jailLayers := []string{jail.LayerCgroup, jail.LayerLandlock, jail.LayerSeccompNotify}
+	if !slices.Equal(config.DegradableLayers, jailLayers) {
+		t.Fatalf("config %q, jail %q", config.DegradableLayers, jailLayers)
+	}
+}
+
+func TestCheckPaths(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		s       config.Sandbox
+		wantErr string
+	}{
+		{"none", config.Sandbox{}, ""},
+		{"workspace dir", config.Sandbox{Workspace: dir}, ""},
+		{"workspace missing", config.Sandbox{Workspace: filepath.Join(dir, "nope")}, "no such file"},
+		{"workspace file", config.Sandbox{Workspace: file}, "not a directory"},
+		{"workspace through a symlink", config.Sandbox{Workspace: link}, "symbolic link"},
+		{"ro file", config.Sandbox{RO: []string{file}}, ""},
+		{"ro missing", config.Sandbox{RO: []string{filepath.Join(dir, "nope")}}, "no such file"},
+	} {
+		err := CheckPaths(&tc.s)
+		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
