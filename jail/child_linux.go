@@ -102,6 +102,12 @@ func initMain() int {
 		return fail("network", "bringing up lo: %v", err)
 	}
 
+	files := []uintptr{0, 1, 2, fdCtrl, 0} // stdio, the control socket, the spec pipe
+	if s.ResultFD > 0 {
+		files = append(files, uintptr(s.ResultFD))
+		s.ResultFD = fdResult
+	}
+	s.Files = nil // written already; the exec stage need not read them again
 	b, err := json.Marshal(s)
 	if err != nil {
 		return fail("init", "encoding the spec: %v", err)
@@ -110,10 +116,10 @@ func initMain() int {
 	if err != nil {
 		return fail("init", "pipe: %v", err)
 	}
+	files[fdSpec] = r.Fd()
 	attr := &syscall.ProcAttr{
-		Env: childEnv,
-		// stdio, then the control socket and the spec pipe at fdCtrl, fdSpec.
-		Files: []uintptr{0, 1, 2, fdCtrl, r.Fd()},
+		Env:   childEnv,
+		Files: files,
 		Sys: &syscall.SysProcAttr{
 			Setsid:    true, // no controlling terminal: TIOCSTI has nothing to reach
 			Pdeathsig: syscall.SIGKILL,
@@ -217,6 +223,13 @@ func execMain() {
 			os.Exit(fail("seccomp", "%v", err))
 		}
 		unix.Close(listener)
+	}
+	if s.ResultFD > 0 {
+		// The result pipe becomes fd 3, open across exec; this closes the
+		// control socket, which has nothing more to carry.
+		if err := unix.Dup3(fdResult, 3, 0); err != nil {
+			os.Exit(fail("init", "dup3: %v", err))
+		}
 	}
 	err = unix.Exec(path, s.Args, s.Env)
 	fmt.Fprintf(os.Stderr, "crucible: %s: %v\n", s.Args[0], err)

@@ -59,8 +59,26 @@ type Spec struct {
 	Stdin          io.Reader // nil means /dev/null
 	Stdout, Stderr io.Writer // nil means discard
 
+	// Result, if not nil, receives what the command writes to its fd 3 (up
+	// to MaxOutput): a channel for a runtime's result, apart from the
+	// program's own output.
+	Result io.Writer
+
+	// Files are placed read-only in the jail before the command starts, each
+	// at a path under FilesDir.
+	Files []File
+
 	// AllowDegraded names the layers (LayerCgroup, ...) that may be missing.
 	AllowDegraded []string
+}
+
+// FilesDir is where Spec.Files go, on the jail's read-only root.
+const FilesDir = "/crucible"
+
+// File is a file to place in the jail.
+type File struct {
+	Path string `json:"path"` // absolute, under FilesDir
+	Data []byte `json:"data"`
 }
 
 // Result is what happened.

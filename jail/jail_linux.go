@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,6 +49,11 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 	if len(s.Args) == 0 || s.Args[0] == "" {
 		return nil, errors.New("jail: no command given")
 	}
+	for _, f := range s.Files {
+		if !strings.HasPrefix(f.Path, FilesDir+"/") || filepath.Clean(f.Path) != f.Path {
+			return nil, fmt.Errorf("jail: file %q is not a clean path under %s", f.Path, FilesDir)
+		}
+	}
 	prog, err := filterProgram()
 	if err != nil {
 		return nil, &SetupError{Layer: "seccomp", Msg: "compiling the filter: " + err.Error()}
@@ -69,7 +76,7 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 	rootless := os.Geteuid() != 0
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir, Path: envValue(s.Env, "PATH"),
-		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, WorkspaceUID: SandboxUID,
+		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, WorkspaceUID: SandboxUID, Files: s.Files,
 		ReadOnly: s.ReadOnly, TmpSize: s.TmpSize,
 		Rootless: rootless,
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
@@ -109,6 +116,8 @@ type execution struct {
 	cg             *cgroup // nil when allowed to be missing
 	ctrl           int     // our end of the control socket
 	stdout, stderr *capWriter
+	resultOut      *capWriter    // nil without Spec.Result
+	resultDone     chan struct{} // closed when resultOut has everything
 	mon            monitor
 	timedOut       atomic.Bool
 }
@@ -149,9 +158,25 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		// Best effort: without it the command writes the workspace only where
 		// its permissions let the sandbox's host uid write.
 		if fd, err := idmappedBind(cs.Workspace); err == nil {
+			cs.WorkspaceFD = 3 + len(childFiles) // where ExtraFiles puts it
 			childFiles = append(childFiles, os.NewFile(uintptr(fd), "workspace"))
-			cs.WorkspaceFD = true
 		}
+	}
+	if s.Result != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			specW.Close()
+			return fmt.Errorf("jail: pipe: %w", err)
+		}
+		cs.ResultFD = 3 + len(childFiles)
+		childFiles = append(childFiles, w)
+		x.resultOut, x.resultDone = &capWriter{w: s.Result, left: s.MaxOutput}, make(chan struct{})
+		go func() {
+			// EOF comes when the jail is gone, or at once if it never starts.
+			_, _ = io.Copy(x.resultOut, r)
+			r.Close()
+			close(x.resultDone)
+		}()
 	}
 	spec, err := json.Marshal(cs)
 	if err != nil {
@@ -167,7 +192,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		Env:         childEnv, // never nil: nil would mean our environment
 		Stdout:      x.stdout,
 		Stderr:      x.stderr,
-		ExtraFiles:  childFiles, // fdCtrl, fdSpec, fdWork
+		ExtraFiles:  childFiles, // fdCtrl, fdSpec, then cs.WorkspaceFD and cs.ResultFD
 		SysProcAttr: namespaceAttr(cs.Rootless),
 		WaitDelay:   2 * time.Second,
 	}
@@ -268,6 +293,9 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration) {
 	_ = x.cmd.Wait() // the exit status is read from ProcessState
 	<-ctrlDone
 	x.mon.stop()
+	if x.resultDone != nil {
+		<-x.resultDone
+	}
 }
 
 // result turns what happened into a Result, or the SetupError that stopped
@@ -310,7 +338,7 @@ func (x *execution) result() (*Result, error) {
 			res.LimitsHit = append(res.LimitsHit, "pids")
 		}
 	}
-	if x.stdout.cut || x.stderr.cut {
+	if x.stdout.cut || x.stderr.cut || (x.resultOut != nil && x.resultOut.cut) {
 		res.Truncated = true
 		res.LimitsHit = append(res.LimitsHit, "output")
 	}

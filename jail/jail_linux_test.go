@@ -131,3 +131,33 @@ func TestRunCancelled(t *testing.T) {
 		t.Fatalf("cancel took %s", d)
 	}
 }
+
+// Files appear read-only under FilesDir, and the command's fd 3 is the
+// result channel.
+func TestFilesAndResult(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the cgroup layer")
+	}
+	s := spec("/bin/sh", "-c", `cat /crucible/py/x.txt; echo '{"v":1}' >&3; ls /proc/self/fd | tr '\n' ' '; echo >/crucible/py/x.txt || echo ro`)
+	s.Files = []File{{Path: "/crucible/py/x.txt", Data: []byte("hello file\n")}}
+	var out, result bytes.Buffer
+	s.Stdout, s.Stderr, s.Result = &out, &out, &result
+	r, err := Run(context.Background(), s)
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("run: %v %+v\n%s", err, r, out.String())
+	}
+	if result.String() != "{\"v\":1}\n" {
+		t.Errorf("result = %q", result.String())
+	}
+	for _, want := range []string{"hello file\n", "0 1 2 3 ", "ro"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in %q", want, out.String())
+		}
+	}
+
+	s = spec("/bin/true")
+	s.Files = []File{{Path: "/etc/passwd"}}
+	if _, err := Run(context.Background(), s); err == nil {
+		t.Error("a file outside the files directory was accepted")
+	}
+}

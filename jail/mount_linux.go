@@ -73,8 +73,8 @@ func setupRoot(s *childSpec) error {
 	}
 	if s.Workspace != "" {
 		b := &bind{src: s.Workspace, dst: "workspace", rw: true, fd: -1}
-		if s.WorkspaceFD {
-			b.fd = fdWork // idmapped by the supervisor
+		if s.WorkspaceFD > 0 {
+			b.fd = s.WorkspaceFD // idmapped by the supervisor
 		}
 		binds = append(binds, b)
 	}
@@ -106,7 +106,11 @@ func setupRoot(s *childSpec) error {
 		}
 	}
 
-	if err := unix.Mount("tmpfs", staging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4m,mode=0755"); err != nil {
+	rootSize := 4 << 20
+	for _, f := range s.Files {
+		rootSize += len(f.Data) + 4096
+	}
+	if err := unix.Mount("tmpfs", staging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", rootSize)); err != nil {
 		return fmt.Errorf("mounting the root tmpfs: %w", err)
 	}
 	at := func(rel string) string { return filepath.Join(staging, rel) }
@@ -123,6 +127,16 @@ func setupRoot(s *childSpec) error {
 	}
 	if err := writeEtc(at("etc")); err != nil {
 		return err
+	}
+	for _, f := range s.Files {
+		// Paths were checked by the supervisor: absolute, clean, under FilesDir.
+		dst := at(f.Path)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, f.Data, 0o444); err != nil {
+			return err
+		}
 	}
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"shm", "/tmp"}} {
 		if err := os.Symlink(l[1], at("dev/"+l[0])); err != nil {

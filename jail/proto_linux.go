@@ -23,7 +23,8 @@ const (
 const (
 	fdCtrl = 3 // SOCK_SEQPACKET to the supervisor: childMsg, and the seccomp listener
 	fdSpec = 4 // pipe carrying the JSON childSpec, read to EOF
-	fdWork = 5 // init only, when childSpec.WorkspaceFD: the prepared workspace mount
+	// The exec stage only: the result pipe, which becomes the command's fd 3.
+	fdResult = 5
 )
 
 // childSpec is everything the child side needs, sent as JSON.
@@ -35,8 +36,10 @@ type childSpec struct {
 
 	Workspace     string   `json:"workspace,omitempty"`
 	WorkspaceSize int64    `json:"workspace_size"`
-	WorkspaceUID  int      `json:"workspace_uid"` // owner of the tmpfs workspace, in the jail's outer user namespace
-	WorkspaceFD   bool     `json:"workspace_fd"`  // the workspace is a detached mount at fdWork, not a path
+	WorkspaceUID  int      `json:"workspace_uid"`          // owner of the tmpfs workspace, in the jail's outer user namespace
+	WorkspaceFD   int      `json:"workspace_fd,omitempty"` // init: a detached, idmapped workspace mount to use instead of the path
+	ResultFD      int      `json:"result_fd,omitempty"`    // the result pipe's write end: in init where the supervisor put it, in the exec stage fdResult
+	Files         []File   `json:"files,omitempty"`
 	ReadOnly      []string `json:"ro,omitempty"`
 	TmpSize       int64    `json:"tmp_size"`
 
