@@ -112,14 +112,13 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 
 // execution is the supervisor's side of one running jail.
 type execution struct {
-	cmd            *exec.Cmd
-	cg             *cgroup // nil when allowed to be missing
-	ctrl           int     // our end of the control socket
-	stdout, stderr *capWriter
-	resultOut      *capWriter    // nil without Spec.Result
-	resultDone     chan struct{} // closed when resultOut has everything
-	mon            monitor
-	timedOut       atomic.Bool
+	cmd      *exec.Cmd
+	cg       *cgroup        // nil when allowed to be missing
+	ctrl     int            // our end of the control socket
+	outputs  []*capWriter   // stdout, stderr and the result channel
+	copies   sync.WaitGroup // until the outputs have everything
+	mon      monitor
+	timedOut atomic.Bool
 }
 
 // start starts the jail's init and hands it its spec; when it returns nil,
@@ -162,50 +161,63 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			childFiles = append(childFiles, os.NewFile(uintptr(fd), "workspace"))
 		}
 	}
+	// The command's pipes belong to its host uid, so that it may reopen
+	// them as a shell does for "echo >/dev/stderr" (through /proc/self/fd,
+	// which checks the pipe's owner like a file's).
+	owner := -1
+	if !cs.Rootless {
+		owner = hostIDBase + SandboxUID
+	}
 	if s.Result != nil {
-		r, w, err := os.Pipe()
+		cs.ResultFD = 3 + len(childFiles)
+		w, err := x.drain(s.Result, owner, s.MaxOutput)
 		if err != nil {
 			specW.Close()
-			return fmt.Errorf("jail: pipe: %w", err)
+			return err
 		}
-		cs.ResultFD = 3 + len(childFiles)
 		childFiles = append(childFiles, w)
-		x.resultOut, x.resultDone = &capWriter{w: s.Result, left: s.MaxOutput}, make(chan struct{})
-		go func() {
-			// EOF comes when the jail is gone, or at once if it never starts.
-			_, _ = io.Copy(x.resultOut, r)
-			r.Close()
-			close(x.resultDone)
-		}()
 	}
+	extra := len(childFiles) // what follows is not an extra fd of init's
+	stdout, err := x.drain(s.Stdout, owner, s.MaxOutput)
+	if err != nil {
+		specW.Close()
+		return err
+	}
+	childFiles = append(childFiles, stdout)
+	stderr, err := x.drain(s.Stderr, owner, s.MaxOutput)
+	if err != nil {
+		specW.Close()
+		return err
+	}
+	childFiles = append(childFiles, stderr)
 	spec, err := json.Marshal(cs)
 	if err != nil {
 		specW.Close()
 		return err
 	}
 
-	x.stdout = &capWriter{w: s.Stdout, left: s.MaxOutput}
-	x.stderr = &capWriter{w: s.Stderr, left: s.MaxOutput}
 	x.cmd = &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{argInit},
 		Env:         childEnv, // never nil: nil would mean our environment
-		Stdout:      x.stdout,
-		Stderr:      x.stderr,
-		ExtraFiles:  childFiles, // fdCtrl, fdSpec, then cs.WorkspaceFD and cs.ResultFD
+		Stdout:      stdout,
+		Stderr:      stderr,
+		ExtraFiles:  childFiles[:extra], // fdCtrl, fdSpec, then cs.WorkspaceFD and cs.ResultFD
 		SysProcAttr: namespaceAttr(cs.Rootless),
-		WaitDelay:   2 * time.Second,
 	}
 	if s.Stdin != nil {
 		// Stdin reaches the jail through a pipe of ours, never the caller's
 		// own descriptor, which may be a terminal. The copy is not waited
 		// for, so a terminal nobody types into does not hold us up.
 		r, w, err := os.Pipe()
+		if err == nil && owner >= 0 {
+			err = r.Chown(owner, owner)
+		}
 		if err != nil {
 			specW.Close()
-			return fmt.Errorf("jail: pipe: %w", err)
+			return fmt.Errorf("jail: stdin pipe: %w", err)
 		}
-		childFiles = append(childFiles, r) // after ExtraFiles was set: not an extra fd
+		childFiles = append(childFiles, r)
 		x.cmd.Stdin = r
 		go func() {
 			_, _ = io.Copy(w, s.Stdin)
@@ -229,6 +241,32 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		specW.Close()
 	}()
 	return nil
+}
+
+// drain returns the write end of a pipe whose other end is copied to w, up
+// to limit bytes, until every writer has closed it; wait waits for that. The
+// pipe belongs to owner, if not -1.
+func (x *execution) drain(w io.Writer, owner int, limit int64) (*os.File, error) {
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("jail: pipe: %w", err)
+	}
+	if owner >= 0 {
+		if err := pw.Chown(owner, owner); err != nil {
+			r.Close()
+			pw.Close()
+			return nil, fmt.Errorf("jail: pipe: %w", err)
+		}
+	}
+	cw := &capWriter{w: w, left: limit}
+	x.outputs = append(x.outputs, cw)
+	x.copies.Add(1)
+	go func() {
+		defer x.copies.Done()
+		_, _ = io.Copy(cw, r)
+		r.Close()
+	}()
+	return pw, nil
 }
 
 // fork starts init inside the jail's cgroup, so that nothing of the jail ever
@@ -293,9 +331,8 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration) {
 	_ = x.cmd.Wait() // the exit status is read from ProcessState
 	<-ctrlDone
 	x.mon.stop()
-	if x.resultDone != nil {
-		<-x.resultDone
-	}
+	// The jail is gone, so every writer is: these end at once.
+	x.copies.Wait()
 }
 
 // result turns what happened into a Result, or the SetupError that stopped
@@ -338,9 +375,12 @@ func (x *execution) result() (*Result, error) {
 			res.LimitsHit = append(res.LimitsHit, "pids")
 		}
 	}
-	if x.stdout.cut || x.stderr.cut || (x.resultOut != nil && x.resultOut.cut) {
-		res.Truncated = true
-		res.LimitsHit = append(res.LimitsHit, "output")
+	for _, o := range x.outputs {
+		if o.cut {
+			res.Truncated = true
+			res.LimitsHit = append(res.LimitsHit, "output")
+			break
+		}
 	}
 	return res, nil
 }

@@ -26,6 +26,16 @@ func TestExecIdentity(t *testing.T) {
 	}
 }
 
+// Scripts write to /dev/stderr and read /dev/stdin: both reopen the pipe
+// through /proc/self/fd, which checks the pipe's owner.
+func TestExecReopensItsPipes(t *testing.T) {
+	requireRoot(t)
+	code, out, errs := run(t, "in\n", "exec", "--", "/bin/sh", "-c", "echo out >/dev/stdout; echo err >/dev/stderr; cat /dev/stdin")
+	if code != 0 || out != "out\nin\n" || errs != "err\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
 func TestExecStdin(t *testing.T) {
 	requireRoot(t)
 	code, out, _ := run(t, "hello from stdin", "exec", "--", "cat")
