@@ -25,7 +25,20 @@ import (
 // section is a new field with a yaml tag and, if it has bounds, a line in
 // [Config.Validate].
 type Config struct {
-	Sandbox Sandbox `yaml:"sandbox"`
+	Sandbox  Sandbox  `yaml:"sandbox"`
+	Runtimes Runtimes `yaml:"runtimes"`
+}
+
+// Runtimes says where the language runtimes that run inside the jail live on
+// the host. Each is bound read-only into the jail (a path under /usr already
+// is there).
+type Runtimes struct {
+	// Python is the interpreter for `crucible run --lang py`.
+	Python string `yaml:"python"`
+	// Deno is the deno binary for `--lang deno`. Empty means: look for
+	// "deno" in PATH, then in ./node_modules (where `npm install deno` puts
+	// it).
+	Deno string `yaml:"deno"`
 }
 
 // Sandbox holds the limits and contents of each execution's jail. The
@@ -102,6 +115,7 @@ func Default() *Config {
 			TmpSize:   64 * MiB,
 			MaxOutput: 1 * MiB,
 		},
+		Runtimes: Runtimes{Python: "/usr/bin/python3"},
 	}
 }
 
@@ -111,7 +125,30 @@ func Default() *Config {
 // in Workspace and RO in place, so callers that set fields by hand (such as
 // command-line flags) get the same result as the file.
 func (c *Config) Validate() error {
-	return c.Sandbox.validate()
+	if err := c.Sandbox.validate(); err != nil {
+		return err
+	}
+	return c.Runtimes.validate()
+}
+
+func (r *Runtimes) validate() error {
+	for _, f := range []struct {
+		key string
+		p   *string
+	}{{"runtimes.python", &r.Python}, {"runtimes.deno", &r.Deno}} {
+		if *f.p == "" {
+			continue
+		}
+		p, err := hostPath(*f.p)
+		if err != nil {
+			return fieldErrorf(f.key, "%v", err)
+		}
+		*f.p = p
+	}
+	if r.Python == "" {
+		return fieldErrorf("runtimes.python", "must not be empty")
+	}
+	return nil
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

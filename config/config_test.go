@@ -408,3 +408,23 @@ func FuzzParseByteSize(f *testing.F) {
 		}
 	})
 }
+
+func TestRuntimes(t *testing.T) {
+	c, err := Parse([]byte("runtimes:\n  deno: /opt/deno/bin/../deno\n"), "crucible.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Runtimes.Deno != "/opt/deno/deno" || c.Runtimes.Python != "/usr/bin/python3" {
+		t.Errorf("runtimes = %+v, want the cleaned deno path and the default python", c.Runtimes)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"runtimes:\n  deno: deno\n", `crucible.yaml:2: runtimes.deno: "deno" is not an absolute path`},
+		{"runtimes:\n  python: \"\"\n", `runtimes.python: must not be empty`},
+		{"runtimes:\n  node: /usr/bin/node\n", `crucible.yaml:2: unknown key "node" in runtimes`},
+	} {
+		_, err := Parse([]byte(tc.yaml), "crucible.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

@@ -4,7 +4,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang"
 )
 
 // defaultEnv is the whole environment a command starts with, before the
@@ -35,7 +38,29 @@ type Streams struct {
 
 // Exec runs args in a fresh jail configured by cfg.
 func Exec(ctx context.Context, cfg *config.Config, args []string, st Streams) (*jail.Result, error) {
-	return jail.Run(ctx, JailSpec(&cfg.Sandbox, args, st))
+	return jail.Run(ctx, JailSpec(&cfg.Sandbox, args, nil, st))
+}
+
+// Run runs a language runtime's program in a fresh jail configured by cfg,
+// and reads what its runner reported.
+func Run(ctx context.Context, cfg *config.Config, p *lang.Program, st Streams) (*jail.Result, *lang.Outcome, error) {
+	spec := JailSpec(&cfg.Sandbox, p.Args, p.Env, st)
+	spec.ReadOnly = append(slices.Clone(spec.ReadOnly), p.ReadOnly...)
+	for _, path := range slices.Sorted(maps.Keys(p.Files)) {
+		spec.Files = append(spec.Files, jail.File{Path: path, Data: p.Files[path]})
+	}
+	var result bytes.Buffer
+	spec.Result = &result
+	res, err := jail.Run(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := lang.ParseOutcome(result.Bytes())
+	if err != nil {
+		// The program wrote to fd 3 itself; what it wrote is its own affair.
+		out = &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
+	}
+	return res, out, nil
 }
 
 // CheckPaths reports host paths in s that do not exist (or a workspace that is
@@ -66,8 +91,11 @@ func CheckPaths(s *config.Sandbox) error {
 }
 
 // JailSpec maps the sandbox section of the configuration onto a jail.Spec.
-func JailSpec(s *config.Sandbox, args []string, st Streams) *jail.Spec {
+// The command's environment is defaultEnv, then progEnv (a runtime's), then
+// the configured variables.
+func JailSpec(s *config.Sandbox, args []string, progEnv map[string]string, st Streams) *jail.Spec {
 	env := maps.Clone(defaultEnv)
+	maps.Copy(env, progEnv)
 	maps.Copy(env, s.Env)
 	var envList []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {
@@ -104,6 +132,10 @@ type Result struct {
 	LimitsHit  []string    `json:"limits_hit"`
 	Violations []Violation `json:"violations"`
 	Degraded   []string    `json:"degraded,omitempty"`
+
+	// From `crucible run`: the program's value, and its uncaught error.
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *lang.Error     `json:"error,omitempty"`
 }
 
 // Violation is one kind of denied operation.

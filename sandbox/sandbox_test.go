@@ -16,11 +16,11 @@ func TestJailSpec(t *testing.T) {
 	s := config.Default().Sandbox
 	s.Env = map[string]string{"MODE": "test", "HOME": "/tmp"}
 	s.RO = []string{"/opt/data"}
-	spec := JailSpec(&s, []string{"sh"}, Streams{})
-	want := []string{"HOME=/tmp", "LANG=C.UTF-8", "MODE=test",
+	spec := JailSpec(&s, []string{"sh"}, map[string]string{"MODE": "prog", "DENO_DIR": "/tmp/d"}, Streams{})
+	want := []string{"DENO_DIR=/tmp/d", "HOME=/tmp", "LANG=C.UTF-8", "MODE=test",
 		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", "TMPDIR=/tmp", "USER=sandbox"}
 	if !slices.Equal(spec.Env, want) {
-		t.Errorf("env = %q, want %q (defaults, overridden by the config, sorted)", spec.Env, want)
+		t.Errorf("env = %q, want %q (defaults, then the program's, then the config's, sorted)", spec.Env, want)
 	}
 	if spec.Timeout != 30*time.Second || spec.Memory != 512<<20 || spec.Pids != 128 || spec.CPUs != 1 ||
 		spec.TmpSize != 64<<20 || spec.WorkspaceSize != 64<<20 || spec.MaxOutput != 1<<20 {

@@ -33,6 +33,7 @@ const usage = `crucible runs untrusted code in a fresh, fail-closed Linux sandbo
 
 Usage:
   crucible exec [flags] -- CMD [ARGS...]   run a command in a new jail
+  crucible run [flags] FILE|-              run a Python (or, with Deno, TS/JS) program in a new jail
   crucible doctor                          check what this kernel supports
   crucible version                         print the version
 
@@ -48,6 +49,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 	switch args[0] {
 	case "exec":
 		return runExec(ctx, args[1:], env)
+	case "run":
+		return runRun(ctx, args[1:], env)
 	case "doctor":
 		return runDoctor(ctx, args[1:], env)
 	case "version", "--version":

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -140,19 +142,33 @@ func runExec(ctx context.Context, args []string, env Env) int {
 		return ExitUsage
 	}
 
-	st := sandbox.Streams{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr}
+	return execute(cfg, f.json, env.Stdin, env, func(st sandbox.Streams) (*jail.Result, *lang.Outcome, error) {
+		res, err := sandbox.Exec(ctx, cfg, fs.Args(), st)
+		return res, nil, err
+	})
+}
+
+// execute runs one execution with the caller's streams (or, for --json,
+// buffers) and reports it: streamed output and notes on stderr, or one JSON
+// object. It returns crucible's exit code.
+func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func(sandbox.Streams) (*jail.Result, *lang.Outcome, error)) int {
+	st := sandbox.Streams{Stdin: stdin, Stdout: env.Stdout, Stderr: env.Stderr}
 	var stdout, stderr bytes.Buffer
-	if f.json {
+	if asJSON {
 		st.Stdout, st.Stderr = &stdout, &stderr
 	}
-	res, err := sandbox.Exec(ctx, cfg, fs.Args(), st)
+	res, outcome, err := run(st)
 	if err != nil {
-		return execError(err, f.json, env)
+		return execError(err, asJSON, env)
 	}
-	if f.json {
+	if asJSON {
 		out := sandbox.NewResult(res, stdout.String(), stderr.String())
-		b, _ := json.Marshal(out)
-		fmt.Fprintf(env.Stdout, "%s\n", b)
+		if outcome != nil {
+			out.Result, out.Error = outcome.Result, outcome.Error
+		}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetEscapeHTML(false) // a stack's "<module>" stays readable
+		_ = enc.Encode(out)
 		return res.ExitCode
 	}
 	report(res, &cfg.Sandbox, env)
@@ -166,7 +182,7 @@ func execError(err error, asJSON bool, env Env) int {
 		code = 130
 	}
 	if asJSON {
-		obj := map[string]any{"error": err.Error()}
+		obj := map[string]any{"error": map[string]string{"name": "SetupError", "message": err.Error()}}
 		var se *jail.SetupError
 		if errors.As(err, &se) {
 			obj["layer"], obj["fix"] = se.Layer, se.Fix

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+// runJSON runs `crucible run --json ARGS...` with the program on stdin when
+// src is not empty.
+func runJSON(t *testing.T, src string, args ...string) *sandbox.Result {
+	t.Helper()
+	code, out, errs := run(t, src, append([]string{"run", "--json"}, args...)...)
+	var r sandbox.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("run %q: exit %d, no JSON result: %v\nstdout: %s\nstderr: %s", args, code, err, out, errs)
+	}
+	if code != r.ExitCode {
+		t.Errorf("crucible exited %d, the result says %d", code, r.ExitCode)
+	}
+	return &r
+}
+
+func TestRunPython(t *testing.T) {
+	requireRoot(t)
+	t.Setenv("CRUCIBLE_CANARY", "py-canary")
+	r := runJSON(t, `import crucible, os, sys
+print("hi from", sys.flags.isolated)
+crucible.result = {"n": 42, "env": "CRUCIBLE_CANARY" in os.environ, "path0": sys.path[0]}
+`, "--lang", "py", "-")
+	if r.ExitCode != 0 || r.Stdout != "hi from 1\n" || string(r.Result) != `{"n":42,"env":false,"path0":"/crucible/python/lib"}` {
+		t.Fatalf("%+v", r)
+	}
+
+	// An uncaught error: the stack names the program's lines, not the runner's.
+	r = runJSON(t, "def f():\n    raise ValueError('boom')\n\nf()\n", "--lang", "py", "-")
+	if r.ExitCode != 1 || r.Error == nil || r.Error.Name != "ValueError" || r.Error.Message != "boom" {
+		t.Fatalf("%+v", r)
+	}
+	for _, want := range []string{`main.py", line 4`, `main.py", line 2, in f`} {
+		if !strings.Contains(r.Error.Stack, want) || !strings.Contains(r.Stderr, want) {
+			t.Errorf("stack lacks %q:\n%s", want, r.Error.Stack)
+		}
+	}
+	if strings.Contains(r.Error.Stack, "runpy") || strings.Contains(r.Error.Stack, "run.py") {
+		t.Errorf("the runner shows in the stack:\n%s", r.Error.Stack)
+	}
+
+	r = runJSON(t, "import crucible, sys\ncrucible.result = 7\nsys.exit(3)\n", "--lang", "py", "-")
+	if r.ExitCode != 3 || string(r.Result) != "7" {
+		t.Errorf("sys.exit(3): %+v", r)
+	}
+	r = runJSON(t, "import crucible\ncrucible.result = {1, 2}\n", "--lang", "py", "-")
+	if r.ExitCode != 1 || r.Error == nil || r.Error.Name != "TypeError" {
+		t.Errorf("a set as result: %+v", r)
+	}
+}
+
+// A file by name: its extension picks the language, and the program keeps
+// crucible's stdin.
+func TestRunFile(t *testing.T) {
+	requireRoot(t)
+	file := filepath.Join(t.TempDir(), "prog.py")
+	if err := os.WriteFile(file, []byte("import sys\nprint(sys.stdin.read().upper())\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "shout", "run", file)
+	if code != 0 || out != "SHOUT\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "a.py", "b.py"},
+		{"run", "--lang", "ruby", "a.rb"},
+		{"run", "/nonexistent/prog.py"},
+		{"run", "--lang", "ts", "-"},
+	} {
+		code, _, errs := run(t, "x", args...)
+		if code != ExitUsage || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line", args, code, errs)
+		}
+	}
+}
+
+// requireDeno puts the repository's node_modules/.bin (npm install) on PATH,
+// where `crucible run --lang deno` looks.
+func requireDeno(t *testing.T) {
+	t.Helper()
+	bin, err := filepath.Abs("../../node_modules/.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath(filepath.Join(bin, "deno")); err != nil {
+		t.Skip("no deno: run npm install at the repository's root (CI does)")
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+func TestRunDeno(t *testing.T) {
+	requireRoot(t)
+	requireDeno(t)
+	r := runJSON(t, `interface P { x: number }
+const p: P = { x: 2 };
+console.log("env", Deno.env.get("CRUCIBLE_CANARY") ?? "none", Deno.env.get("HOME"));
+export default await Promise.resolve({ answer: p.x * 21 });
+`, "--lang", "deno", "-")
+	if r.ExitCode != 0 || r.Stdout != "env none /workspace\n" || string(r.Result) != `{"answer":42}` {
+		t.Fatalf("%+v", r)
+	}
+
+	// Errors carry the TypeScript source's own line numbers.
+	r = runJSON(t, "function f(): never {\n  throw new RangeError(\"bad\");\n}\nf();\n", "--lang", "deno", "-")
+	if r.ExitCode != 1 || r.Error == nil || r.Error.Name != "RangeError" || !strings.Contains(r.Error.Stack, "main.ts:2:9") {
+		t.Fatalf("%+v", r)
+	}
+
+	// The jail holds Deno as it holds anything: -A grants nothing the jail
+	// does not.
+	r = runJSON(t, `
+const out: string[] = [];
+try { Deno.readTextFileSync("/etc/shadow"); out.push("read"); } catch (e) { out.push((e as Error).name); }
+try { Deno.writeTextFileSync("/usr/x", "x"); out.push("wrote"); } catch (e) { out.push((e as Error).message.split(" (")[0]); }
+try { await fetch("http://1.1.1.1/"); out.push("fetched"); } catch (e) { out.push((e as Error).name); }
+export default out;
+`, "--lang", "deno", "-")
+	if r.ExitCode != 0 || string(r.Result) != `["NotFound","Read-only file system","TypeError"]` {
+		t.Fatalf("%+v", r)
+	}
+}

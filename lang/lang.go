@@ -1,0 +1,77 @@
+// Package lang turns a program's source into what runs it inside the jail:
+// a command, the files it needs (a small runner and the source), and the
+// host paths to bind. Each language lives in a subpackage; they all hand back
+// the program's result the same way, as one JSON object ([Outcome]) written to
+// the command's fd 3.
+//
+// It knows nothing of the jail's mechanics or of the config file.
+package lang
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Languages, as `crucible run --lang` names them.
+const (
+	TypeScript = "ts"
+	JavaScript = "js"
+	Python     = "py"
+	Deno       = "deno"
+)
+
+// Program is a language runtime's plan for one execution.
+type Program struct {
+	Args     []string          // the command inside the jail
+	Env      map[string]string // added to the jail's environment
+	Files    map[string][]byte // placed read-only in the jail, by absolute path
+	ReadOnly []string          // host paths the command needs, bound read-only
+}
+
+// Outcome is what a runner reports on fd 3.
+type Outcome struct {
+	Result json.RawMessage `json:"result,omitempty"` // the program's value, as JSON
+	Error  *Error          `json:"error,omitempty"`  // an uncaught error
+}
+
+// Error is an uncaught error, with a stack whose lines are those of the
+// program's own source.
+type Error struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+	Stack   string `json:"stack,omitempty"`
+}
+
+// Detect picks the language: the one named, else by the file's extension,
+// else TypeScript.
+func Detect(name, file string) (string, error) {
+	switch name {
+	case TypeScript, JavaScript, Python, Deno:
+		return name, nil
+	case "":
+	default:
+		return "", fmt.Errorf("unknown language %q (want ts, js, py or deno)", name)
+	}
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".py":
+		return Python, nil
+	case ".js", ".mjs", ".cjs":
+		return JavaScript, nil
+	}
+	return TypeScript, nil
+}
+
+// ParseOutcome reads what a runner wrote. Empty means the runner never got
+// to report (the program was killed, or replaced the runner): no result.
+func ParseOutcome(b []byte) (*Outcome, error) {
+	var o Outcome
+	if len(b) == 0 {
+		return &o, nil
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, fmt.Errorf("the program's result channel held no valid result: %w", err)
+	}
+	return &o, nil
+}
