@@ -57,7 +57,7 @@ type Spec struct {
 	MaxOutput int64         // per stream; the rest is read and dropped
 
 	Stdin          io.Reader // nil means /dev/null
-	Stdout, Stderr io.Writer // nil means discard
+	Stdout, Stderr io.Writer // nil means discard; one writer for both shares one MaxOutput
 
 	// Result, if not nil, receives what the command writes to its fd 3 (up
 	// to MaxOutput): a channel for a runtime's result, apart from the

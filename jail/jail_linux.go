@@ -184,12 +184,14 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		return err
 	}
 	childFiles = append(childFiles, stdout)
-	stderr, err := x.drain(s.Stderr, owner, s.MaxOutput)
-	if err != nil {
-		specW.Close()
-		return err
+	stderr := stdout // one writer for both: one pipe, or its writes would race
+	if !sameWriter(s.Stdout, s.Stderr) {
+		if stderr, err = x.drain(s.Stderr, owner, s.MaxOutput); err != nil {
+			specW.Close()
+			return err
+		}
+		childFiles = append(childFiles, stderr)
 	}
-	childFiles = append(childFiles, stderr)
 	spec, err := json.Marshal(cs)
 	if err != nil {
 		specW.Close()
@@ -432,6 +434,17 @@ func envValue(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// sameWriter reports whether a and b are the same writer (and not nil), as
+// os/exec decides whether stdout and stderr share a pipe.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false // not comparable: not the same
+		}
+	}()
+	return a != nil && a == b
 }
 
 // capWriter passes on the first left bytes and drops the rest, still reading
