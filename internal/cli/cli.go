@@ -37,7 +37,7 @@ Usage:
   crucible doctor                          check what this kernel supports
   crucible version                         print the version
 
-Run 'crucible exec -h' for the exec flags.
+Run 'crucible exec -h' or 'crucible run -h' for their flags.
 `
 
 // Run runs the crucible command line args (without the program name).
