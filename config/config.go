@@ -27,6 +27,14 @@ import (
 type Config struct {
 	Sandbox  Sandbox  `yaml:"sandbox"`
 	Runtimes Runtimes `yaml:"runtimes"`
+	Audit    Audit    `yaml:"audit"`
+}
+
+// Audit configures the audit trail: one JSON line per execution and per
+// denied operation.
+type Audit struct {
+	// File is appended to (created with mode 0600); empty means no trail.
+	File string `yaml:"file"`
 }
 
 // Runtimes says where the language runtimes that run inside the jail live on
@@ -128,7 +136,16 @@ func (c *Config) Validate() error {
 	if err := c.Sandbox.validate(); err != nil {
 		return err
 	}
-	return c.Runtimes.validate()
+	if err := c.Runtimes.validate(); err != nil {
+		return err
+	}
+	if f := c.Audit.File; f != "" {
+		if strings.Contains(f, "\x00") || !filepath.IsAbs(f) {
+			return fieldErrorf("audit.file", "%s is not an absolute path", quote(f))
+		}
+		c.Audit.File = filepath.Clean(f)
+	}
+	return nil
 }
 
 func (r *Runtimes) validate() error {

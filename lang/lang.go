@@ -24,6 +24,8 @@ const (
 
 // Program is a language runtime's plan for one execution.
 type Program struct {
+	Lang     string            // which language, as Detect names it
+	Main     string            // the program's source, among Files
 	Args     []string          // the command inside the jail
 	Env      map[string]string // added to the jail's environment
 	Files    map[string][]byte // placed read-only in the jail, by absolute path

@@ -6,6 +6,9 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +18,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
@@ -30,21 +34,29 @@ var defaultEnv = map[string]string{
 	"USER":   jail.SandboxName,
 }
 
-// Streams are the execution's standard streams; nil means none.
-type Streams struct {
+// Options are one execution's streams and audit trail; nil means none.
+type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	Audit          *audit.Writer
 }
 
 // Exec runs args in a fresh jail configured by cfg.
-func Exec(ctx context.Context, cfg *config.Config, args []string, st Streams) (*jail.Result, error) {
-	return jail.Run(ctx, JailSpec(&cfg.Sandbox, args, nil, st))
+func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*jail.Result, error) {
+	ev := &audit.Execution{Exec: newID(), Command: args}
+	res, err := jail.Run(ctx, JailSpec(&cfg.Sandbox, args, nil, o))
+	record(o.Audit, ev, res, err)
+	return res, err
 }
 
 // Run runs a language runtime's program in a fresh jail configured by cfg,
 // and reads what its runner reported.
-func Run(ctx context.Context, cfg *config.Config, p *lang.Program, st Streams) (*jail.Result, *lang.Outcome, error) {
-	spec := JailSpec(&cfg.Sandbox, p.Args, p.Env, st)
+func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*jail.Result, *lang.Outcome, error) {
+	ev := &audit.Execution{Exec: newID(), Command: p.Args, Language: p.Lang}
+	if src, ok := p.Files[p.Main]; ok {
+		ev.SourceHash = fmt.Sprintf("%x", sha256.Sum256(src))
+	}
+	spec := JailSpec(&cfg.Sandbox, p.Args, p.Env, o)
 	spec.ReadOnly = append(slices.Clone(spec.ReadOnly), p.ReadOnly...)
 	for _, path := range slices.Sorted(maps.Keys(p.Files)) {
 		spec.Files = append(spec.Files, jail.File{Path: path, Data: p.Files[path]})
@@ -52,6 +64,7 @@ func Run(ctx context.Context, cfg *config.Config, p *lang.Program, st Streams) (
 	var result bytes.Buffer
 	spec.Result = &result
 	res, err := jail.Run(ctx, spec)
+	record(o.Audit, ev, res, err)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,6 +74,32 @@ func Run(ctx context.Context, cfg *config.Config, p *lang.Program, st Streams) (
 		out = &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
 	}
 	return res, out, nil
+}
+
+// record writes an execution and its violations to the audit trail. A trail
+// that cannot be written does not fail the execution, which has happened.
+func record(w *audit.Writer, ev *audit.Execution, res *jail.Result, err error) {
+	if w == nil {
+		return
+	}
+	if err != nil {
+		ev.Error = err.Error()
+		_ = w.Log(ev)
+		return
+	}
+	for _, v := range res.Violations {
+		_ = w.Log(audit.Violation{Exec: ev.Exec, Type: v.Kind, Syscall: v.Syscall, Count: v.Count, Reason: v.Reason})
+	}
+	ev.ExitCode, ev.Signal, ev.DurationMS = res.ExitCode, res.Signal, res.Duration.Milliseconds()
+	ev.LimitsHit, ev.Degraded = res.LimitsHit, res.Degraded
+	_ = w.Log(ev)
+}
+
+// newID names one execution in the audit trail.
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read does not fail on Linux
+	return hex.EncodeToString(b)
 }
 
 // CheckPaths reports host paths in s that do not exist (or a workspace that is
@@ -93,7 +132,7 @@ func CheckPaths(s *config.Sandbox) error {
 // JailSpec maps the sandbox section of the configuration onto a jail.Spec.
 // The command's environment is defaultEnv, then progEnv (a runtime's), then
 // the configured variables.
-func JailSpec(s *config.Sandbox, args []string, progEnv map[string]string, st Streams) *jail.Spec {
+func JailSpec(s *config.Sandbox, args []string, progEnv map[string]string, st Options) *jail.Spec {
 	env := maps.Clone(defaultEnv)
 	maps.Copy(env, progEnv)
 	maps.Copy(env, s.Env)

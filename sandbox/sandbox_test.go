@@ -16,7 +16,7 @@ func TestJailSpec(t *testing.T) {
 	s := config.Default().Sandbox
 	s.Env = map[string]string{"MODE": "test", "HOME": "/tmp"}
 	s.RO = []string{"/opt/data"}
-	spec := JailSpec(&s, []string{"sh"}, map[string]string{"MODE": "prog", "DENO_DIR": "/tmp/d"}, Streams{})
+	spec := JailSpec(&s, []string{"sh"}, map[string]string{"MODE": "prog", "DENO_DIR": "/tmp/d"}, Options{})
 	want := []string{"DENO_DIR=/tmp/d", "HOME=/tmp", "LANG=C.UTF-8", "MODE=test",
 		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", "TMPDIR=/tmp", "USER=sandbox"}
 	if !slices.Equal(spec.Env, want) {

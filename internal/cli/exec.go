@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
@@ -31,11 +32,11 @@ Flags:
 // execFlags are the raw values of crucible exec's flags, applied on top of
 // the config file once it is loaded.
 type execFlags struct {
-	config, timeout, memory, tmpSize, maxOutput, workspace string
-	pids                                                   int
-	cpus                                                   float64
-	ro, env, degraded                                      listFlag
-	json                                                   bool
+	config, timeout, memory, tmpSize, maxOutput, workspace, audit string
+	pids                                                          int
+	cpus                                                          float64
+	ro, env, degraded                                             listFlag
+	json                                                          bool
 }
 
 func (f *execFlags) register(fs *flag.FlagSet) {
@@ -51,6 +52,7 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.env, "env", "`K=V` added to the command's environment (repeatable)")
 	fs.StringVar(&f.maxOutput, "max-output", d.MaxOutput.String(), "per-stream output cap; the rest is dropped and reported")
 	fs.BoolVar(&f.json, "json", false, "print one JSON result object instead of streaming")
+	fs.StringVar(&f.audit, "audit", "", "append the audit trail (NDJSON: the execution, each denied operation) to this `FILE`")
 	fs.Var(&f.degraded, "allow-degraded", "`LAYER,...` that may be missing: "+strings.Join(config.DegradableLayers, ", "))
 }
 
@@ -85,6 +87,8 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 			s.CPUs = f.cpus
 		case "workspace":
 			s.Workspace, err = filepath.Abs(f.workspace)
+		case "audit":
+			cfg.Audit.File, err = filepath.Abs(f.audit)
 		case "ro":
 			for _, p := range f.ro {
 				a, aerr := filepath.Abs(p)
@@ -142,7 +146,7 @@ func runExec(ctx context.Context, args []string, env Env) int {
 		return ExitUsage
 	}
 
-	return execute(cfg, f.json, env.Stdin, env, func(st sandbox.Streams) (*jail.Result, *lang.Outcome, error) {
+	return execute(cfg, f.json, env.Stdin, env, func(st sandbox.Options) (*jail.Result, *lang.Outcome, error) {
 		res, err := sandbox.Exec(ctx, cfg, fs.Args(), st)
 		return res, nil, err
 	})
@@ -151,8 +155,22 @@ func runExec(ctx context.Context, args []string, env Env) int {
 // execute runs one execution with the caller's streams (or, for --json,
 // buffers) and reports it: streamed output and notes on stderr, or one JSON
 // object. It returns crucible's exit code.
-func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func(sandbox.Streams) (*jail.Result, *lang.Outcome, error)) int {
-	st := sandbox.Streams{Stdin: stdin, Stdout: env.Stdout, Stderr: env.Stderr}
+func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func(sandbox.Options) (*jail.Result, *lang.Outcome, error)) int {
+	st := sandbox.Options{Stdin: stdin, Stdout: env.Stdout, Stderr: env.Stderr}
+	if cfg.Audit.File != "" {
+		// Asked for and not writable: refuse, rather than run unrecorded.
+		w, err := audit.Open(cfg.Audit.File)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "crucible: %v\n", err)
+			return ExitUsage
+		}
+		defer func() {
+			if err := w.Close(); err != nil {
+				fmt.Fprintf(env.Stderr, "crucible: closing the audit log: %v\n", err)
+			}
+		}()
+		st.Audit = w
+	}
 	var stdout, stderr bytes.Buffer
 	if asJSON {
 		st.Stdout, st.Stderr = &stdout, &stderr

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -69,5 +72,31 @@ func TestExecUsageErrors(t *testing.T) {
 		if code != ExitUsage || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line", args, code, errs)
 		}
+	}
+}
+
+// The audit trail gets the denied syscall and the execution, under one id.
+func TestExecAudit(t *testing.T) {
+	requireRoot(t)
+	path := filepath.Join(t.TempDir(), "audit.ndjson")
+	code, _, _ := run(t, "", "exec", "--audit", path, "--", "python3", "-c", "import ctypes; ctypes.CDLL(None).ptrace(0, 0, 0, 0)")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		events = append(events, m)
+	}
+	if len(events) != 2 || events[0]["event"] != "violation" || events[0]["syscall"] != "ptrace" ||
+		events[1]["event"] != "execution" || events[0]["exec"] != events[1]["exec"] || events[1]["exit_code"] != 0.0 {
+		t.Fatalf("events: %v", events)
 	}
 }

@@ -67,7 +67,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "crucible run: %v\n", err)
 		return ExitUsage
 	}
-	return execute(cfg, f.json, stdin, env, func(st sandbox.Streams) (*jail.Result, *lang.Outcome, error) {
+	return execute(cfg, f.json, stdin, env, func(st sandbox.Options) (*jail.Result, *lang.Outcome, error) {
 		return sandbox.Run(ctx, cfg, prog, st)
 	})
 }

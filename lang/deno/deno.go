@@ -63,6 +63,8 @@ func Program(src []byte, file, denoPath string) *lang.Program {
 	}
 	main := dir + "/main" + ext
 	return &lang.Program{
+		Lang:     lang.Deno,
+		Main:     main,
 		Args:     []string{denoPath, "run", "--no-config", "--no-prompt", "--no-check", "--quiet", "-A", runner, main},
 		Env:      map[string]string{"DENO_DIR": cache, "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1"},
 		Files:    map[string][]byte{main: src, runner: runnerSource},

@@ -29,6 +29,8 @@ var (
 // is already in the jail, elsewhere it is bound read-only).
 func Program(src []byte, python string) *lang.Program {
 	p := &lang.Program{
+		Lang: lang.Python,
+		Main: Main,
 		// -u: unbuffered, so output interleaves as written; -B: the jail's
 		// root is read-only, no .pyc to write.
 		Args:  []string{python, "-I", "-B", "-u", runner},
