@@ -31,23 +31,10 @@ import (
 )
 
 // jailed runs `crucible exec --json FLAGS -- CMD...` and decodes the result.
-// Unlike execJSON it stops the test at once, with the reason, when the jail
-// could not be set up: an attack that never ran proves nothing.
 func jailed(t *testing.T, flags []string, cmd ...string) *sandbox.Result {
 	t.Helper()
 	args := append(append([]string{"exec", "--json"}, flags...), "--")
-	code, out, errs := run(t, "", append(args, cmd...)...)
-	if code == jail.ExitSetup {
-		t.Fatalf("exec %q: the jail was not set up, so the attack never ran:\n%s\n%s", cmd, out, errs)
-	}
-	var r sandbox.Result
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("exec %q: exit %d, no JSON result: %v\nstdout: %s\nstderr: %s", cmd, code, err, out, errs)
-	}
-	if code != r.ExitCode {
-		t.Errorf("crucible exited %d, the result says %d", code, r.ExitCode)
-	}
-	return &r
+	return jsonRun(t, "", append(args, cmd...)...)
 }
 
 func jailSh(t *testing.T, script string, flags ...string) *sandbox.Result {

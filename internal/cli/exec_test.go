@@ -18,7 +18,7 @@ func TestExecRunsAndStreams(t *testing.T) {
 
 func TestExecIdentity(t *testing.T) {
 	requireRoot(t)
-	r := sh(t, `id -u; id -g; hostname; cat /proc/self/status | grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)|^NoNewPrivs|^Seccomp:'; env | sort`)
+	r := jailSh(t, `id -u; id -g; hostname; cat /proc/self/status | grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)|^NoNewPrivs|^Seccomp:'; env | sort`)
 	want := []string{"1000\n1000\nsandbox\n", "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
 		"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000",
 		"NoNewPrivs:\t1", "Seccomp:\t2", "HOME=/workspace", "PATH=/usr/local/bin"}

@@ -35,26 +35,23 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	return code, out.String(), errb.String()
 }
 
-// execJSON runs `crucible exec --json FLAGS -- CMD...` and decodes the result.
-// flags and cmd are split at the "--" in args.
-func execJSON(t *testing.T, args ...string) (int, *sandbox.Result) {
+// jsonRun runs the CLI, whose args ask for --json, and decodes the result.
+// It stops the test at once, with the reason, when the jail could not be set
+// up: an attack that never ran proves nothing.
+func jsonRun(t *testing.T, stdin string, args ...string) *sandbox.Result {
 	t.Helper()
-	code, out, errs := run(t, "", append([]string{"exec", "--json"}, args...)...)
+	code, out, errs := run(t, stdin, args...)
+	if code == jail.ExitSetup {
+		t.Fatalf("%q: the jail was not set up:\n%s\n%s", args, out, errs)
+	}
 	var r sandbox.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("exec %q: exit %d, no JSON result: %v\nstdout: %s\nstderr: %s", args, code, err, out, errs)
+		t.Fatalf("%q: exit %d, no JSON result: %v\nstdout: %s\nstderr: %s", args, code, err, out, errs)
 	}
 	if code != r.ExitCode {
 		t.Errorf("crucible exited %d, the result says %d", code, r.ExitCode)
 	}
-	return code, &r
-}
-
-// sh runs a shell script in a jail with the default settings.
-func sh(t *testing.T, script string, flags ...string) *sandbox.Result {
-	t.Helper()
-	_, r := execJSON(t, append(flags, "--", "/bin/sh", "-c", script)...)
-	return r
+	return &r
 }
 
 // violated reports whether the result records a denied syscall by name.

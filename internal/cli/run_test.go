@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,19 +10,10 @@ import (
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
-// runJSON runs `crucible run --json ARGS...` with the program on stdin when
-// src is not empty.
+// runJSON runs `crucible run --json ARGS...` with src on stdin.
 func runJSON(t *testing.T, src string, args ...string) *sandbox.Result {
 	t.Helper()
-	code, out, errs := run(t, src, append([]string{"run", "--json"}, args...)...)
-	var r sandbox.Result
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("run %q: exit %d, no JSON result: %v\nstdout: %s\nstderr: %s", args, code, err, out, errs)
-	}
-	if code != r.ExitCode {
-		t.Errorf("crucible exited %d, the result says %d", code, r.ExitCode)
-	}
-	return &r
+	return jsonRun(t, src, append([]string{"run", "--json"}, args...)...)
 }
 
 func TestRunPython(t *testing.T) {
