@@ -197,7 +197,7 @@ func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func
 func execError(err error, asJSON bool, env Env) int {
 	code := jail.ExitSetup
 	if errors.Is(err, context.Canceled) {
-		code = 130
+		code, err = 130, errors.New("interrupted: the jail was killed and removed")
 	}
 	if asJSON {
 		obj := map[string]any{"error": map[string]string{"name": "SetupError", "message": err.Error()}}
