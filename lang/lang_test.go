@@ -1,6 +1,9 @@
 package lang
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestDetect(t *testing.T) {
 	for _, tc := range []struct{ flag, file, want string }{
@@ -40,4 +43,21 @@ func TestParseOutcome(t *testing.T) {
 	if _, err := ParseOutcome([]byte(`{"result":1}{"result":2}`)); err == nil {
 		t.Error("two objects parsed as one")
 	}
+}
+
+// What a program writes to fd 3 is hostile: parsing it never panics, and a
+// parsed result is valid JSON.
+func FuzzParseOutcome(f *testing.F) {
+	for _, s := range []string{`{"result":1}`, `{"error":{"name":"E","message":"m"}}`, ``, `{`, `[]`, `{"result":}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := ParseOutcome(b)
+		if err != nil {
+			return
+		}
+		if o.Result != nil && !json.Valid(o.Result) {
+			t.Fatalf("result %q is not JSON", o.Result)
+		}
+	})
 }

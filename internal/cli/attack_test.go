@@ -948,6 +948,42 @@ for fam, addr in ((socket.AF_INET, ("1.1.1.1", 53)), (socket.AF_INET6, ("2606:47
 	}
 }
 
+// Attack: reach a service listening on the host's loopback (a database, a
+// metadata proxy, the agent's own server) at 127.0.0.1. The jail's 127.0.0.1
+// is its own lo: the connection is refused there, and the host's listener
+// never sees a connection.
+func TestAttackHostLoopback(t *testing.T) {
+	requireRoot(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	r := jailPy(t, `import socket, sys
+s = socket.socket()
+s.settimeout(2)
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1]))); print("connected")
+except OSError as e:
+    print(e.strerror)`, nil, strconv.Itoa(port))
+	if strings.TrimSpace(r.Stdout) != "Connection refused" {
+		t.Errorf("connecting to the host's loopback port from the jail:\n%s", dump(r))
+	}
+	select {
+	case <-accepted:
+		t.Error("the host's listener accepted a connection from the jail")
+	default:
+	}
+}
+
 // Attack: flood the supervisor (and the model's context) with output. Each
 // stream is cut at --max-output, and the result says so.
 func TestAttackOutputFlood(t *testing.T) {
