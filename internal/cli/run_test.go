@@ -125,3 +125,26 @@ export default out;
 		t.Fatalf("%+v", r)
 	}
 }
+
+// A runaway program is stopped by the jail, whatever the language: the time
+// limit kills a busy loop, the memory limit a heap bomb.
+func TestRunLimits(t *testing.T) {
+	requireRoot(t)
+	r := runJSON(t, "while True:\n    pass\n", "--timeout", "1s", "--lang", "py", "-")
+	if r.ExitCode != 124 || !hasLimit(r, "timeout") || r.Result != nil {
+		t.Errorf("busy loop: %+v", r)
+	}
+	r = runJSON(t, "x = []\nwhile True:\n    x.append(bytearray(1 << 20))\n", "--memory", "64MiB", "--lang", "py", "-")
+	if r.ExitCode != 137 || !hasLimit(r, "memory") {
+		t.Errorf("heap bomb: %+v", r)
+	}
+	requireDeno(t)
+	r = runJSON(t, "const a: Uint8Array[] = [];\nwhile (true) a.push(new Uint8Array(1 << 20).fill(1));\n", "--memory", "128MiB", "--lang", "deno", "-")
+	if r.ExitCode == 0 || !hasLimit(r, "memory") {
+		t.Errorf("deno heap bomb: %+v", r)
+	}
+	r = runJSON(t, "while (true) {}\n", "--timeout", "1s", "--lang", "deno", "-")
+	if r.ExitCode != 124 || !hasLimit(r, "timeout") {
+		t.Errorf("deno busy loop: %+v", r)
+	}
+}
