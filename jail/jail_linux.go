@@ -153,6 +153,11 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		return fmt.Errorf("jail: pipe: %w", err)
 	}
 	childFiles = append(childFiles, specR)
+	defer func() {
+		if err != nil {
+			specW.Close() // on success the spec writer closes it
+		}
+	}()
 	if cs.Workspace != "" && !cs.Rootless {
 		// Best effort: without it the command writes the workspace only where
 		// its permissions let the sandbox's host uid write.
@@ -172,7 +177,6 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		cs.ResultFD = 3 + len(childFiles)
 		w, err := x.drain(s.Result, owner, s.MaxOutput)
 		if err != nil {
-			specW.Close()
 			return err
 		}
 		childFiles = append(childFiles, w)
@@ -180,21 +184,18 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 	extra := len(childFiles) // what follows is not an extra fd of init's
 	stdout, err := x.drain(s.Stdout, owner, s.MaxOutput)
 	if err != nil {
-		specW.Close()
 		return err
 	}
 	childFiles = append(childFiles, stdout)
 	stderr := stdout // one writer for both: one pipe, or its writes would race
 	if !sameWriter(s.Stdout, s.Stderr) {
 		if stderr, err = x.drain(s.Stderr, owner, s.MaxOutput); err != nil {
-			specW.Close()
 			return err
 		}
 		childFiles = append(childFiles, stderr)
 	}
 	spec, err := json.Marshal(cs)
 	if err != nil {
-		specW.Close()
 		return err
 	}
 
@@ -212,14 +213,16 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		// own descriptor, which may be a terminal. The copy is not waited
 		// for, so a terminal nobody types into does not hold us up.
 		r, w, err := os.Pipe()
-		if err == nil && owner >= 0 {
-			err = r.Chown(owner, owner)
-		}
 		if err != nil {
-			specW.Close()
 			return fmt.Errorf("jail: stdin pipe: %w", err)
 		}
 		childFiles = append(childFiles, r)
+		if owner >= 0 {
+			if err := r.Chown(owner, owner); err != nil {
+				w.Close()
+				return fmt.Errorf("jail: stdin pipe: %w", err)
+			}
+		}
 		x.cmd.Stdin = r
 		go func() {
 			_, _ = io.Copy(w, s.Stdin)
@@ -234,7 +237,6 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 	err = x.fork()
 	closeChildFiles()
 	if err != nil {
-		specW.Close()
 		return err
 	}
 	go func() {
