@@ -181,7 +181,7 @@ func execMain() {
 	if err := dropPrivileges(s); err != nil {
 		os.Exit(fail("capabilities", "%v", err))
 	}
-	path, err := lookPath(s.Args[0], s.Path)
+	path, err := lookPath(s.Args[0], envValue(s.Env, "PATH"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crucible: %s: %v\n", s.Args[0], err)
 		os.Exit(127)
@@ -206,12 +206,8 @@ func execMain() {
 	if err != nil {
 		os.Exit(fail("seccomp", "%v", err))
 	}
-	flags := seccomp.InstallFlags(0)
-	if s.Notify {
-		flags |= seccomp.NewListener
-	}
-	listener, err := seccomp.Install(prog, flags)
-	if err != nil && s.Notify && s.NotifyMayFail {
+	listener, err := seccomp.Install(prog, seccomp.NewListener)
+	if err != nil && s.NotifyMayFail {
 		_ = send(childMsg{Degraded: LayerSeccompNotify}, -1)
 		listener, err = seccomp.Install(errnoInsteadOfNotify(prog), 0)
 	}

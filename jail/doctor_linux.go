@@ -125,7 +125,7 @@ func Diagnose(ctx context.Context) []Check {
 }
 
 func probeNamespaces() error {
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{argProbe}, Env: []string{},
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{argProbe}, Env: childEnv,
 		SysProcAttr: namespaceAttr(os.Geteuid() != 0)}
 	if err := cmd.Run(); err != nil {
 		var se *SetupError

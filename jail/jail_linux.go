@@ -75,19 +75,16 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 
 	rootless := os.Geteuid() != 0
 	cs := &childSpec{
-		Args: s.Args, Env: s.Env, Dir: s.Dir, Path: envValue(s.Env, "PATH"),
-		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, WorkspaceUID: SandboxUID, Files: s.Files,
+		Args: s.Args, Env: s.Env, Dir: s.Dir,
+		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: s.Files,
 		ReadOnly: s.ReadOnly, TmpSize: s.TmpSize,
 		Rootless: rootless,
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
-		Filter: prog, Notify: true,
+		Filter:      prog,
 		LandlockMay: allowed(LayerLandlock), NotifyMayFail: allowed(LayerSeccompNotify),
 	}
 	if cs.Dir == "" {
 		cs.Dir = "/workspace"
-	}
-	if rootless {
-		cs.WorkspaceUID = 0 // the command's uid in the nested namespace maps to our 0
 	}
 	if x.cg == nil && s.Pids > 0 {
 		cs.NProc = uint64(s.Pids) // counted per user namespace: only this jail's

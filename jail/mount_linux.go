@@ -151,7 +151,13 @@ func setupRoot(s *childSpec) error {
 		return fmt.Errorf("mounting /tmp: %w", err)
 	}
 	if s.Workspace == "" {
-		opts := fmt.Sprintf("size=%d,mode=0755,uid=%d,gid=%d", s.WorkspaceSize, s.WorkspaceUID, s.WorkspaceUID)
+		// Owned by the command: SandboxUID here, or, rootless, our 0, which
+		// the command's nested user namespace maps to SandboxUID.
+		owner := SandboxUID
+		if s.Rootless {
+			owner = 0
+		}
+		opts := fmt.Sprintf("size=%d,mode=0755,uid=%d,gid=%d", s.WorkspaceSize, owner, owner)
 		if err := unix.Mount("tmpfs", at("workspace"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mounting /workspace: %w", err)
 		}

@@ -32,11 +32,9 @@ type childSpec struct {
 	Args []string `json:"args"`
 	Env  []string `json:"env"`
 	Dir  string   `json:"dir"`
-	Path string   `json:"path"` // PATH for looking up Args[0]
 
 	Workspace     string   `json:"workspace,omitempty"`
 	WorkspaceSize int64    `json:"workspace_size"`
-	WorkspaceUID  int      `json:"workspace_uid"`          // owner of the tmpfs workspace, in the jail's outer user namespace
 	WorkspaceFD   int      `json:"workspace_fd,omitempty"` // init: a detached, idmapped workspace mount to use instead of the path
 	ResultFD      int      `json:"result_fd,omitempty"`    // the result pipe's write end: in init where the supervisor put it, in the exec stage fdResult
 	Files         []File   `json:"files,omitempty"`
@@ -52,7 +50,6 @@ type childSpec struct {
 	NProc  uint64 `json:"nproc,omitempty"` // only where no pids cgroup bounds the jail
 
 	Filter        []byte `json:"filter"`          // seccomp program, see encodeFilter
-	Notify        bool   `json:"notify"`          // install the filter with a listener and send it back
 	LandlockMay   bool   `json:"landlock_may"`    // Landlock may be missing
 	NotifyMayFail bool   `json:"notify_may_fail"` // seccomp user notification may be missing
 }
