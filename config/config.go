@@ -13,6 +13,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,8 +27,85 @@ import (
 // [Config.Validate].
 type Config struct {
 	Sandbox  Sandbox  `yaml:"sandbox"`
+	Network  Network  `yaml:"network"`
 	Runtimes Runtimes `yaml:"runtimes"`
 	Audit    Audit    `yaml:"audit"`
+}
+
+// Network is what the code may reach. The default is nothing: the jail has
+// only its loopback. With Allow rules (or AllowAll) it gets a network whose
+// every connection Crucible decides: DNS answers only allowed names, TCP
+// must go to the name it resolved (TLS SNI or HTTP Host), and every resolved
+// address must be public. The rule syntax is checked when the file is loaded
+// (see the README's Network section).
+type Network struct {
+	// Allow lists the names, wildcards (*.example.com, not the apex), literal
+	// addresses and CIDRs that may be reached, each optionally with :port;
+	// without a port, 80 and 443.
+	Allow []string `yaml:"allow"`
+	// Deny wins over Allow and AllowAll; without a port, every port.
+	Deny []string `yaml:"deny"`
+	// DenyReasons maps a Deny rule, as written, to the reason the code is
+	// told.
+	DenyReasons map[string]string `yaml:"deny_reasons"`
+	// AllowAll allows every public name on every port. Private and metadata
+	// addresses, DNS, SNI/Host matching and the limits stay in force.
+	AllowAll bool `yaml:"allow_all"`
+	// AllowPrivate lists internal CIDRs that resolved addresses may be in
+	// (off by default; metadata addresses stay blocked even then).
+	AllowPrivate []string `yaml:"allow_private"`
+	// Hosts pins a name to an address instead of DNS; an entry does not
+	// allow the name, and its address must pass the private-address check.
+	Hosts map[string]string `yaml:"hosts"`
+	// Resolver is the DNS server ("ip:port") that Crucible itself uses to
+	// resolve allowed names. Default: the host's resolver. The code's own
+	// DNS questions never reach it.
+	Resolver string `yaml:"resolver"`
+	// MaxConnections bounds the TCP connections open at once.
+	// Default 64; 1 to 4096.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxBytesOut and MaxBytesIn bound what one execution sends and
+	// receives in total. Defaults 64MiB and 1GiB; at least 1KiB.
+	MaxBytesOut ByteSize `yaml:"max_bytes_out"`
+	MaxBytesIn  ByteSize `yaml:"max_bytes_in"`
+	// IdleTimeout closes a connection with no traffic either way.
+	// Default 60s; more than 0, at most 24h.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+}
+
+// Enabled reports whether the code gets a network beyond its loopback.
+func (n *Network) Enabled() bool { return n.AllowAll || len(n.Allow) > 0 }
+
+func (n *Network) validate() error {
+	for i, c := range n.AllowPrivate {
+		p, err := netip.ParsePrefix(c)
+		if err != nil || p != p.Masked() {
+			return fieldErrorf(fmt.Sprintf("network.allow_private[%d]", i), "%s is not a CIDR without host bits (e.g. 10.0.0.0/8)", quote(c))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(n.Hosts)) {
+		if _, err := netip.ParseAddr(n.Hosts[k]); err != nil {
+			return fieldErrorf(mapPath("network.hosts", k), "%s is not an IP address", quote(n.Hosts[k]))
+		}
+	}
+	if n.Resolver != "" {
+		if _, err := netip.ParseAddrPort(n.Resolver); err != nil {
+			return fieldErrorf("network.resolver", "%s is not ip:port (e.g. 1.1.1.1:53 or [::1]:53)", quote(n.Resolver))
+		}
+	}
+	if n.MaxConnections < 1 || n.MaxConnections > maxConnections {
+		return fieldErrorf("network.max_connections", "must be between 1 and %d, not %d", maxConnections, n.MaxConnections)
+	}
+	if n.MaxBytesOut < minNetBytes {
+		return fieldErrorf("network.max_bytes_out", "must be at least %v, not %v", minNetBytes, n.MaxBytesOut)
+	}
+	if n.MaxBytesIn < minNetBytes {
+		return fieldErrorf("network.max_bytes_in", "must be at least %v, not %v", minNetBytes, n.MaxBytesIn)
+	}
+	if n.IdleTimeout <= 0 || time.Duration(n.IdleTimeout) > maxTimeout {
+		return fieldErrorf("network.idle_timeout", "must be more than 0 and at most 24h, not %v", n.IdleTimeout)
+	}
+	return nil
 }
 
 // Audit configures the audit trail: one JSON line per execution and per
@@ -101,14 +179,16 @@ var DegradableLayers = []string{LayerCgroup, LayerLandlock, LayerSeccompNotify}
 
 // Bounds checked by Validate.
 const (
-	maxTimeout   = 24 * time.Hour
-	minMemory    = 16 * MiB
-	maxPids      = 65536
-	minCPUs      = 0.01 // cgroups refuse a quota under 1ms per 100ms period
-	maxCPUs      = 1024
-	minTmpSize   = 1 * MiB
-	minMaxOutput = 1 * KiB
-	maxMaxOutput = 1 * GiB // host memory, per stream, per execution
+	maxTimeout     = 24 * time.Hour
+	minMemory      = 16 * MiB
+	maxPids        = 65536
+	minCPUs        = 0.01 // cgroups refuse a quota under 1ms per 100ms period
+	maxCPUs        = 1024
+	minTmpSize     = 1 * MiB
+	minMaxOutput   = 1 * KiB
+	maxMaxOutput   = 1 * GiB // host memory, per stream, per execution
+	maxConnections = 4096
+	minNetBytes    = 1 * KiB
 )
 
 // Default returns the configuration used when crucible.yaml is absent or
@@ -123,6 +203,12 @@ func Default() *Config {
 			TmpSize:   64 * MiB,
 			MaxOutput: 1 * MiB,
 		},
+		Network: Network{
+			MaxConnections: 64,
+			MaxBytesOut:    64 * MiB,
+			MaxBytesIn:     1 * GiB,
+			IdleTimeout:    Duration(60 * time.Second),
+		},
 		Runtimes: Runtimes{Python: "/usr/bin/python3"},
 	}
 }
@@ -134,6 +220,9 @@ func Default() *Config {
 // command-line flags) get the same result as the file.
 func (c *Config) Validate() error {
 	if err := c.Sandbox.validate(); err != nil {
+		return err
+	}
+	if err := c.Network.validate(); err != nil {
 		return err
 	}
 	if err := c.Runtimes.validate(); err != nil {

@@ -197,13 +197,31 @@ func TestLoadFull(t *testing.T) {
 	if !reflect.DeepEqual(c.Sandbox, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", c.Sandbox, want)
 	}
+	wantNet := Network{
+		Allow:          []string{"api.github.com", "*.example.com:8443", "1.1.1.1:53"},
+		Deny:           []string{"evil.example.com"},
+		DenyReasons:    map[string]string{"evil.example.com": "use the mirror instead"},
+		AllowAll:       true,
+		AllowPrivate:   []string{"10.0.0.0/8"},
+		Hosts:          map[string]string{"internal.example.com": "10.1.2.3"},
+		Resolver:       "127.0.0.53:53",
+		MaxConnections: 16,
+		MaxBytesOut:    1 * MiB,
+		MaxBytesIn:     16 * MiB,
+		IdleTimeout:    Duration(10 * time.Second),
+	}
+	if !reflect.DeepEqual(c.Network, wantNet) {
+		t.Errorf("Load(full.yaml).Network =\n%+v\nwant\n%+v", c.Network, wantNet)
+	}
 
 	// Every field is set away from its default, so the example exercises
 	// every field's decoder.
-	got, def := reflect.ValueOf(c.Sandbox), reflect.ValueOf(Default().Sandbox)
-	for i := range got.NumField() {
-		if reflect.DeepEqual(got.Field(i).Interface(), def.Field(i).Interface()) {
-			t.Errorf("full.yaml leaves %s at its default", got.Type().Field(i).Name)
+	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}} {
+		got, def := reflect.ValueOf(sec[0]), reflect.ValueOf(sec[1])
+		for i := range got.NumField() {
+			if reflect.DeepEqual(got.Field(i).Interface(), def.Field(i).Interface()) {
+				t.Errorf("full.yaml leaves %s at its default", got.Type().Field(i).Name)
+			}
 		}
 	}
 
@@ -238,7 +256,15 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		// Shape and keys.
 		{"sandbx:\n  memory: 1GiB\n", `c.yaml:1: unknown key "sandbx"`},
-		{"# comment\n\nnetwork: {}\n", `c.yaml:3: unknown key "network"`},
+		{"# comment\n\ntools: {}\n", `c.yaml:3: unknown key "tools"`},
+		// Network.
+		{"network:\n  allow_all: yes\n", `c.yaml:2: network.allow_all: must be true or false, not "yes"`},
+		{"network:\n  allow_private: [10.0.0.1/8]\n", `c.yaml:2: network.allow_private[0]: "10.0.0.1/8" is not a CIDR without host bits (e.g. 10.0.0.0/8)`},
+		{"network:\n  hosts:\n    a.test: nowhere\n", `c.yaml:3: network.hosts["a.test"]: "nowhere" is not an IP address`},
+		{"network:\n  resolver: 1.1.1.1\n", `c.yaml:2: network.resolver: "1.1.1.1" is not ip:port (e.g. 1.1.1.1:53 or [::1]:53)`},
+		{"network:\n  max_connections: 0\n", `c.yaml:2: network.max_connections: must be between 1 and 4096, not 0`},
+		{"network:\n  max_bytes_out: 1\n", `c.yaml:2: network.max_bytes_out: must be at least 1KiB, not 1B`},
+		{"network:\n  idle_timeout: 0s\n", `c.yaml:2: network.idle_timeout: must be more than 0 and at most 24h, not 0s`},
 		{"sandbox:\n  pids: 5\n\n  memroy: 1GiB\n", `c.yaml:4: unknown key "memroy" in sandbox`},
 		{"sandbox: {Memory: 1GiB}\n", `c.yaml:1: unknown key "Memory" in sandbox`},
 		{"sandbox:\n  memory: 1GiB\n  pids: 5\n  memory: 2GiB\n", `c.yaml:4: duplicate key "memory" in sandbox (first on line 2)`},

@@ -185,6 +185,13 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		v.SetInt(i)
 		return nil
+	case reflect.Bool:
+		// Only true and false: yes/no/on/off are YAML 1.1 guesses.
+		if n.Kind != yaml.ScalarNode || (n.Value != "true" && n.Value != "false") {
+			return d.errorf(at, path, "must be true or false, not %s", describe(n))
+		}
+		v.SetBool(n.Value == "true")
+		return nil
 	case reflect.Float64:
 		f, err := strconv.ParseFloat(n.Value, 64)
 		if n.Kind != yaml.ScalarNode || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
