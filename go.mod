@@ -8,3 +8,10 @@ require (
 )
 
 require golang.org/x/net v0.62.0
+
+require (
+	github.com/google/btree v1.1.2 // indirect
+	golang.org/x/exp v0.0.0-20250711185948-6ae5c78190dc // indirect
+	golang.org/x/time v0.15.0 // indirect
+	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
+)

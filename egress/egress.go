@@ -1,0 +1,114 @@
+// Package egress is the sandbox's only way out: a userspace TCP/IP stack
+// (gVisor's netstack) on a tun device inside the jail's network namespace.
+// Every packet the jail sends arrives here and is decided, byte for byte:
+//
+//   - DNS to the sandbox resolver is answered here, and only for names the
+//     policy allows, each with a synthetic address unique to the name within
+//     the execution. No query from the jail ever reaches a real DNS server.
+//   - A TCP connection is accepted only to a synthetic address (or a literal
+//     address the policy allows). Its first bytes must be a TLS ClientHello
+//     whose SNI, or an HTTP/1 request whose Host, is the name behind the
+//     address. The policy then decides on (name, port); the stack resolves the
+//     name itself, refuses any answer that is not allowed (private, metadata),
+//     dials the checked address and relays.
+//   - Other UDP is dropped.
+//
+// It is mechanism, not policy: a [Policy] decides, and each decision is
+// reported as an [Event]. It knows nothing of the config file or the jail
+// beyond the network namespace it is handed.
+package egress
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/cruciblehq/crucible/netpolicy"
+)
+
+// Policy decides what the stack lets through. *netpolicy.Policy implements
+// it. It must be safe for concurrent use.
+type Policy interface {
+	// AllowsName reports whether DNS may answer for name.
+	AllowsName(name string) bool
+	// Decide decides one connection.
+	Decide(ctx context.Context, req netpolicy.Request) netpolicy.Verdict
+	// AddressAllowed checks an address the stack resolved, or a literal
+	// one; the reason is safe to show the model.
+	AddressAllowed(a netip.Addr) (bool, string)
+	// Host returns an address pinned for name instead of DNS.
+	Host(name string) (netip.Addr, bool)
+}
+
+// Addresses of the sandbox network, as the jail sees them.
+var (
+	// Resolver is the sandbox's DNS server, the jail's only nameserver.
+	Resolver = netip.MustParseAddr("198.18.0.1")
+	// Synthetic4 and Synthetic6 hold the addresses handed out for names.
+	// Resolver is in Synthetic4 and never handed out.
+	Synthetic4 = netip.MustParsePrefix("198.18.0.0/15")
+	Synthetic6 = netip.MustParsePrefix("fd63:7275:6369::/64")
+	// Local4 and Local6 are the jail's own addresses on the tun device.
+	Local4 = netip.MustParseAddr("10.255.255.2")
+	Local6 = netip.MustParseAddr("fd63:7275:6369:1::2")
+)
+
+// Event kinds. Every refusal is one of these; an allowed DNS answer or
+// connection is reported with Kind KindDNS or KindConnect and Allowed set.
+const (
+	KindDNS          = "dns"             // a DNS question
+	KindConnect      = "connect"         // a TCP connection decided by the policy
+	KindSNIMismatch  = "sni_mismatch"    // the TLS SNI is not the name behind the address
+	KindHostMismatch = "host_mismatch"   // the HTTP Host is not the name behind the address
+	KindProtocol     = "protocol"        // neither TLS nor HTTP/1, or nothing sent in time
+	KindUDP          = "udp"             // a UDP datagram to anything but the resolver
+	KindPrivate      = "private_address" // the name resolved to an address the policy refuses
+	KindLimit        = "limit"           // a connection, byte or idle limit
+)
+
+// Event is one decision of the stack, for the audit trail and the
+// execution's violations.
+type Event struct {
+	Kind    string
+	Allowed bool
+	Name    string // the name asked for, or the literal address
+	Port    uint16 // 0 for DNS
+	Reason  string // why it was refused; safe to show the model
+	Rule    string // the policy rule that decided, if any
+	// Addr is where the stack connected (or would have), for the operator's
+	// audit trail only: it may be an internal address the model must not
+	// learn.
+	Addr netip.Addr
+	// BytesOut and BytesIn are what a finished connection carried (sent by
+	// the jail, and received by it).
+	BytesOut, BytesIn int64
+	// Done marks the end of an allowed connection (with its byte counts).
+	Done bool
+}
+
+// Limits bound one execution's network use. Zero means the default.
+type Limits struct {
+	Connections int           // open TCP connections at once; default 64
+	BytesOut    int64         // total bytes sent by the jail; default 64 MiB
+	BytesIn     int64         // total bytes received by the jail; default 1 GiB
+	IdleTimeout time.Duration // a connection with no traffic either way; default 60s
+}
+
+// Options configure one execution's stack. Policy is required.
+type Options struct {
+	Policy Policy
+	// Report receives every decision, from many goroutines at once; nil
+	// discards them. It must not block for long: DNS and UDP decisions are
+	// reported on the stack's packet path.
+	Report func(Event)
+	// Lookup resolves an allowed name on the host; nil uses the host's
+	// resolver. Its answers are checked with Policy.AddressAllowed.
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Dial connects to a checked address; nil dials TCP directly.
+	Dial   func(ctx context.Context, a netip.AddrPort) (net.Conn, error)
+	Limits Limits
+	// MTU of the jail's tun device; default 65520 (the largest the tun
+	// takes, and the fastest: the stack's cost is per packet).
+	MTU uint32
+}

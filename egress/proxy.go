@@ -1,0 +1,560 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cruciblehq/crucible/netpolicy"
+)
+
+// Defaults of [Limits].
+const (
+	defaultConnections = 64
+	defaultBytesOut    = 64 << 20
+	defaultBytesIn     = 1 << 30
+	defaultIdleTimeout = 60 * time.Second
+)
+
+const (
+	// maxHello bounds what is buffered to find a ClientHello's SNI, and
+	// maxHead an HTTP request's or response's head: a peer that sends more
+	// is refused, not buffered.
+	maxHello = 64<<10 + 1024
+	maxHead  = 64 << 10
+	// dialTimeout bounds one attempt to reach an allowed host.
+	dialTimeout = 10 * time.Second
+)
+
+var errLimit = errors.New("egress: limit reached")
+
+// proxy is the part of the stack that decides and relays one TCP connection
+// at a time, on any net.Conn: the stack hands it connections from the jail.
+type proxy struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	policy Policy
+	report func(Event)
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	dial   func(ctx context.Context, a netip.AddrPort) (net.Conn, error)
+	limits Limits
+
+	sent, recv atomic.Int64 // bytes of the whole execution, each way
+	overOut    atomic.Bool  // the byte limits were reported (once each)
+	overIn     atomic.Bool
+
+	mu     sync.Mutex
+	closed bool
+	open   int               // connections counted against limits.Connections
+	conns  map[net.Conn]bool // everything to close on shutdown
+	wg     sync.WaitGroup    // goroutines that may still use the stack
+}
+
+func newProxy(o *Options) *proxy {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &proxy{
+		ctx: ctx, cancel: cancel,
+		policy: o.Policy, report: o.Report, lookup: o.Lookup, dial: o.Dial,
+		limits: o.Limits,
+		conns:  map[net.Conn]bool{},
+	}
+	if p.report == nil {
+		p.report = func(Event) {}
+	}
+	if p.lookup == nil {
+		p.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	if p.dial == nil {
+		p.dial = func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+			d := net.Dialer{Timeout: dialTimeout}
+			return d.DialContext(ctx, "tcp", a.String())
+		}
+	}
+	l := &p.limits
+	l.Connections = cmp(l.Connections, defaultConnections)
+	l.BytesOut = cmp(l.BytesOut, defaultBytesOut)
+	l.BytesIn = cmp(l.BytesIn, defaultBytesIn)
+	l.IdleTimeout = cmp(l.IdleTimeout, defaultIdleTimeout)
+	return p
+}
+
+// cmp returns v, or def when v is zero.
+func cmp[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// begin counts a goroutine that will use the stack; false once shutdown has
+// started, so that shutdown's Wait never races an Add.
+func (p *proxy) begin() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	return true
+}
+
+// acquire takes one of the execution's connections, or reports the limit.
+func (p *proxy) acquire(name string, port uint16) bool {
+	p.mu.Lock()
+	ok := p.open < p.limits.Connections
+	if ok {
+		p.open++
+	}
+	p.mu.Unlock()
+	if !ok {
+		p.report(Event{Kind: KindLimit, Name: name, Port: port,
+			Reason: fmt.Sprintf("more than %d connections open at once", p.limits.Connections)})
+	}
+	return ok
+}
+
+func (p *proxy) release() {
+	p.mu.Lock()
+	p.open--
+	p.mu.Unlock()
+}
+
+// track registers c to be closed by shutdown; false (and c closed) if
+// shutdown has started.
+func (p *proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.Close()
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+func (p *proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+// shutdown refuses new work, closes every connection and waits for the
+// goroutines that use them.
+func (p *proxy) shutdown() {
+	p.mu.Lock()
+	p.closed = true
+	p.cancel()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// flow is one accepted connection from the jail.
+type flow struct {
+	p     *proxy
+	c     net.Conn       // the jail's side
+	abort func()         // resets the jail's side (a denied TLS connection)
+	name  string         // the name behind the address, "" for an allowed literal address
+	dst   netip.AddrPort // where the jail connected
+	br    *bufio.Reader  // reads c through lim
+	lim   io.LimitedReader
+	up    net.Conn // the host's side, once dialed
+	upBr  *bufio.Reader
+	upLim io.LimitedReader
+	// toJail buffers HTTP responses to c.
+	toJail *bufio.Writer
+	idle   *time.Timer
+	// Bytes of this connection, each way.
+	out, in atomic.Int64
+}
+
+// serve decides and relays one connection from the jail; the caller closes
+// c afterwards.
+func (p *proxy) serve(c net.Conn, abort func(), name string, dst netip.AddrPort) {
+	f := &flow{p: p, c: c, abort: abort, name: name, dst: dst}
+	f.idle = time.AfterFunc(p.limits.IdleTimeout, f.timeout)
+	defer f.idle.Stop()
+	defer func() {
+		if up := f.upstream(); up != nil {
+			p.untrack(up.(*metered).Conn)
+			p.report(Event{Kind: KindConnect, Allowed: true, Done: true, Name: f.target(), Port: dst.Port(),
+				BytesOut: f.out.Load(), BytesIn: f.in.Load()})
+		}
+	}()
+	f.lim = io.LimitedReader{R: activity{c, f}, N: maxHello}
+	f.br = bufio.NewReaderSize(&f.lim, maxHello)
+
+	first, err := f.br.Peek(1)
+	if err != nil {
+		return // closed before a byte, or idle
+	}
+	switch {
+	case looksLikeTLS(first):
+		f.serveTLS()
+	case first[0] >= 'A' && first[0] <= 'Z':
+		f.serveHTTP()
+	default:
+		f.deny(KindProtocol, "only TLS and HTTP/1 connections are allowed", false)
+	}
+}
+
+// timeout ends an idle connection.
+func (f *flow) timeout() {
+	f.p.report(Event{Kind: KindLimit, Name: f.target(), Port: f.dst.Port(),
+		Reason: fmt.Sprintf("no traffic for %v", f.p.limits.IdleTimeout)})
+	f.c.Close()
+	if up := f.upstream(); up != nil {
+		up.Close()
+	}
+}
+
+func (f *flow) upstream() net.Conn {
+	f.p.mu.Lock()
+	defer f.p.mu.Unlock()
+	return f.up
+}
+
+// target is what the jail asked for: the name, or the literal address.
+func (f *flow) target() string {
+	if f.name != "" {
+		return f.name
+	}
+	return f.dst.Addr().String()
+}
+
+// deny reports a refusal and ends the connection: an HTTP client gets a 403
+// whose body says why, anything else a reset.
+func (f *flow) deny(kind, reason string, isHTTP bool) {
+	f.p.report(Event{Kind: kind, Name: f.target(), Port: f.dst.Port(), Reason: reason})
+	f.refuse(reason, isHTTP, http.StatusForbidden)
+}
+
+// refuse answers a refused connection: a reset, or for HTTP a response with
+// status whose body is the reason, for the model to read.
+func (f *flow) refuse(reason string, isHTTP bool, status int) {
+	if !isHTTP {
+		f.abort()
+		return
+	}
+	body := "crucible: " + reason + "\n"
+	_, _ = fmt.Fprintf(f.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body)
+}
+
+func (f *flow) serveTLS() {
+	var sni string
+	for {
+		b, _ := f.br.Peek(f.br.Buffered())
+		name, need, err := serverName(b)
+		if err == nil {
+			sni = name
+			break
+		}
+		switch {
+		case errors.Is(err, errECH):
+			f.deny(KindProtocol, "an encrypted ClientHello (ECH) hides the server name; connect without ECH", false)
+			return
+		case !errors.Is(err, errNeedMore):
+			f.deny(KindProtocol, "the TLS ClientHello is malformed", false)
+			return
+		case need > f.br.Size():
+			f.deny(KindProtocol, "the TLS ClientHello is too large", false)
+			return
+		}
+		if _, err := f.br.Peek(need); err != nil {
+			return // closed, or idle
+		}
+	}
+	if f.name != "" && sni != f.name {
+		reason := fmt.Sprintf("the TLS server name %q is not %s, the name this address was given for", sni, f.name)
+		if sni == "" {
+			reason = "the TLS ClientHello names no server (SNI); connect by name"
+		}
+		f.deny(KindSNIMismatch, reason, false)
+		return
+	}
+	if !f.connect(false) {
+		return
+	}
+	f.lim.N = math.MaxInt64
+	f.pipe(f.br, f.up)
+}
+
+func (f *flow) serveHTTP() {
+	for first := true; ; first = false {
+		f.lim.N = maxHead
+		req, err := http.ReadRequest(f.br)
+		if err != nil {
+			if first {
+				f.deny(KindProtocol, "the connection is neither TLS nor an HTTP/1 request", false)
+			}
+			return
+		}
+		f.lim.N = math.MaxInt64
+		if f.name != "" && !hostMatches(req.Host, f.name, f.dst.Port()) {
+			f.deny(KindHostMismatch, fmt.Sprintf("the HTTP Host %q is not %s", truncate(req.Host, 100), f.name+":"+strconv.Itoa(int(f.dst.Port()))), true)
+			return
+		}
+		if first && !f.connect(true) {
+			return
+		}
+		if !f.exchange(req) {
+			return
+		}
+	}
+}
+
+// exchange forwards one request and its response; false ends the connection.
+func (f *flow) exchange(req *http.Request) bool {
+	defer func() { _ = req.Body.Close() }()
+	// Request.Write would add a User-Agent the client did not send.
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""}
+	}
+	up := bufio.NewWriterSize(f.up, 32<<10)
+	if req.Body != http.NoBody { // NoBody tells Write there is none
+		req.Body = flushing{req.Body, up, f.br}
+	}
+	if req.Write(up) != nil || up.Flush() != nil {
+		return false
+	}
+	if f.toJail == nil {
+		f.toJail = bufio.NewWriterSize(f.c, 32<<10)
+	}
+	for {
+		f.upLim.N = maxHead
+		resp, err := http.ReadResponse(f.upBr, req)
+		if err != nil {
+			return false
+		}
+		f.upLim.N = math.MaxInt64
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			// The connection now speaks another protocol (a WebSocket):
+			// relay its bytes as they are.
+			resp.Body = nil
+			if resp.Write(f.toJail) != nil || f.toJail.Flush() != nil {
+				return false
+			}
+			f.pipe(f.br, f.up)
+			return false
+		}
+		resp.Body = flushing{resp.Body, f.toJail, f.upBr}
+		err = resp.Write(f.toJail)
+		_ = resp.Body.Close()
+		if err != nil || f.toJail.Flush() != nil {
+			return false
+		}
+		if resp.StatusCode >= 200 {
+			return !resp.Close && !req.Close
+		}
+	}
+}
+
+// flushing is a message body being relayed through w: w is flushed before
+// any read of the body that may block, so a streamed body (server-sent
+// events, a long poll) is never held back, while a head and a body that
+// arrived together leave in one segment.
+type flushing struct {
+	io.ReadCloser
+	w   *bufio.Writer
+	src *bufio.Reader // what the body is read from
+}
+
+func (b flushing) Read(p []byte) (int, error) {
+	if b.src.Buffered() == 0 {
+		if err := b.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return b.ReadCloser.Read(p)
+}
+
+// connect asks the policy, resolves the name itself, checks the addresses
+// and dials one. It reports the decision and, on refusal, answers the jail.
+func (f *flow) connect(isHTTP bool) bool {
+	p, port := f.p, f.dst.Port()
+	var addrs []netip.Addr
+	if f.name == "" {
+		addrs = []netip.Addr{f.dst.Addr()} // the stack decided on it already
+	} else {
+		v := p.policy.Decide(p.ctx, netpolicy.Request{Name: f.name, Port: port})
+		if !v.Allow {
+			p.report(Event{Kind: KindConnect, Name: f.name, Port: port, Reason: v.Reason, Rule: v.Rule})
+			f.refuse(v.Reason, isHTTP, http.StatusForbidden)
+			return false
+		}
+		var err error
+		addrs, err = f.resolve()
+		if err != nil {
+			p.report(Event{Kind: KindConnect, Allowed: true, Done: true, Name: f.name, Port: port, Reason: err.Error()})
+			f.refuse(err.Error(), isHTTP, http.StatusBadGateway)
+			return false
+		}
+		var ok []netip.Addr
+		var why string
+		for _, a := range addrs {
+			if allowed, reason := p.policy.AddressAllowed(a); allowed {
+				ok = append(ok, a)
+			} else {
+				why = reason
+			}
+		}
+		if len(ok) == 0 {
+			reason := f.name + " resolves to an address the sandbox may not reach: " + why
+			p.report(Event{Kind: KindPrivate, Name: f.name, Port: port, Reason: reason, Addr: addrs[0]})
+			f.refuse(reason, isHTTP, http.StatusForbidden)
+			return false
+		}
+		addrs = ok
+	}
+	var up net.Conn
+	var err error
+	for _, a := range addrs[:min(len(addrs), 4)] {
+		if up, err = p.dial(p.ctx, netip.AddrPortFrom(a, port)); err == nil {
+			break
+		}
+	}
+	if up == nil {
+		reason := "could not connect to " + f.target() + ":" + strconv.Itoa(int(port))
+		p.report(Event{Kind: KindConnect, Allowed: true, Done: true, Name: f.target(), Port: port, Reason: reason, Addr: addrs[0]})
+		f.refuse(reason, isHTTP, http.StatusBadGateway)
+		return false
+	}
+	if !p.track(up) {
+		return false
+	}
+	p.mu.Lock()
+	f.up = &metered{Conn: up, f: f}
+	p.mu.Unlock()
+	f.upLim = io.LimitedReader{R: f.up, N: math.MaxInt64}
+	f.upBr = bufio.NewReader(&f.upLim)
+	remote, _ := netip.ParseAddrPort(up.RemoteAddr().String())
+	p.report(Event{Kind: KindConnect, Allowed: true, Name: f.target(), Port: port, Addr: remote.Addr()})
+	return true
+}
+
+// resolve returns the addresses of f.name: pinned by the policy, or from the
+// host's resolver (never the jail's).
+func (f *flow) resolve() ([]netip.Addr, error) {
+	if a, ok := f.p.policy.Host(f.name); ok {
+		return []netip.Addr{a}, nil
+	}
+	ctx, cancel := context.WithTimeout(f.p.ctx, dialTimeout)
+	defer cancel()
+	addrs, err := f.p.lookup(ctx, f.name)
+	if err != nil || len(addrs) == 0 {
+		return nil, fmt.Errorf("could not resolve %s", f.name)
+	}
+	for i, a := range addrs {
+		addrs[i] = a.Unmap()
+	}
+	return addrs, nil
+}
+
+// pipe relays both ways until both sides are done.
+func (f *flow) pipe(client io.Reader, up net.Conn) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := io.Copy(up, client)
+		closeWrite(up, err)
+	}()
+	_, err := io.Copy(f.c, f.upBr)
+	closeWrite(f.c, err)
+	<-done
+}
+
+// closeWrite half-closes c after a clean end of its input, and closes it
+// after an error, which also ends the other direction.
+func closeWrite(c net.Conn, err error) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok && err == nil {
+		_ = cw.CloseWrite()
+		return
+	}
+	c.Close()
+}
+
+// activity resets the idle timer on every read from the jail.
+type activity struct {
+	r io.Reader
+	f *flow
+}
+
+func (a activity) Read(b []byte) (int, error) {
+	n, err := a.r.Read(b)
+	if n > 0 {
+		a.f.idle.Reset(a.f.p.limits.IdleTimeout)
+	}
+	return n, err
+}
+
+// metered is the host side of a flow: it counts bytes against the limits
+// and resets the idle timer.
+type metered struct {
+	net.Conn
+	f *flow
+}
+
+func (m *metered) Write(b []byte) (int, error) {
+	p := m.f.p
+	if p.sent.Add(int64(len(b))) > p.limits.BytesOut {
+		if !p.overOut.Swap(true) {
+			p.report(Event{Kind: KindLimit, Name: m.f.target(), Port: m.f.dst.Port(),
+				Reason: fmt.Sprintf("more than %d bytes sent in one execution", p.limits.BytesOut)})
+		}
+		return 0, errLimit
+	}
+	n, err := m.Conn.Write(b)
+	m.f.out.Add(int64(n))
+	m.f.idle.Reset(p.limits.IdleTimeout)
+	return n, err
+}
+
+// CloseWrite passes the jail's half-close on: without it, closeWrite would
+// close the host's side whole and lose the rest of its answer.
+func (m *metered) CloseWrite() error {
+	if cw, ok := m.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return m.Close()
+}
+
+func (m *metered) Read(b []byte) (int, error) {
+	p := m.f.p
+	n, err := m.Conn.Read(b)
+	if n > 0 {
+		m.f.in.Add(int64(n))
+		m.f.idle.Reset(p.limits.IdleTimeout)
+		if p.recv.Add(int64(n)) > p.limits.BytesIn {
+			if !p.overIn.Swap(true) {
+				p.report(Event{Kind: KindLimit, Name: m.f.target(), Port: m.f.dst.Port(),
+					Reason: fmt.Sprintf("more than %d bytes received in one execution", p.limits.BytesIn)})
+			}
+			return 0, errLimit
+		}
+	}
+	return n, err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
