@@ -82,13 +82,14 @@ func Diagnose(ctx context.Context) []Check {
 	}
 	add(cg)
 
-	tun := Check{Feature: "/dev/net/tun", Status: StatusOK}
+	tun := Check{Feature: "network (tun)", Status: StatusOK}
+	const need = " (only needed for network rules: network.allow, --allow-net)"
 	if fi, err := os.Stat("/dev/net/tun"); err != nil {
-		tun.Status, tun.Detail, tun.Fix = StatusMissing, "absent", "modprobe tun (needed once jailed code gets network)"
+		tun.Status, tun.Detail, tun.Fix = StatusMissing, "/dev/net/tun is absent", "modprobe tun"+need
 	} else {
-		tun.Detail = fmt.Sprintf("present, mode %04o", fi.Mode().Perm())
-		if unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK) != nil {
-			tun.Status, tun.Fix = StatusMissing, "not readable and writable by this user (needed once jailed code gets network)"
+		tun.Detail = fmt.Sprintf("/dev/net/tun present, mode %04o", fi.Mode().Perm())
+		if os.Geteuid() != 0 {
+			tun.Status, tun.Fix = StatusMissing, "run crucible as root: only root can create a jail's tun device"+need
 		}
 	}
 	add(tun)

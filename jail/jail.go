@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
+	"os"
 	"time"
 )
 
@@ -68,6 +70,16 @@ type Spec struct {
 	// at a path under FilesDir.
 	Files []File
 
+	// Network, if not nil, gives the jail a network beyond lo. It is called
+	// with the jail's network namespace once that exists and before the
+	// command starts; what it returns is closed once the jail has exited.
+	// Its error refuses the execution (layer "network"). Only root can set
+	// up a jail's network: rootless, a Network is refused.
+	Network func(netns *os.File) (io.Closer, error)
+	// Nameserver is the one nameserver of the jail's /etc/resolv.conf; ""
+	// leaves a resolver that answers nothing.
+	Nameserver netip.Addr
+
 	// AllowDegraded names the layers (LayerCgroup, ...) that may be missing.
 	AllowDegraded []string
 }
@@ -94,9 +106,11 @@ type Result struct {
 
 // Violation is an operation the policy denied.
 type Violation struct {
-	Kind    string // "syscall"
+	Kind    string // "syscall", or a network kind (the sandbox adds those)
 	Syscall string // the syscall's name
-	Count   int    // how many times
+	Host    string // for the network: the name or address asked for
+	Port    uint16
+	Count   int // how many times
 	Reason  string
 }
 

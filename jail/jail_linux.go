@@ -74,6 +74,12 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 	}
 
 	rootless := os.Geteuid() != 0
+	if rootless && s.Network != nil {
+		// Entering the jail's network namespace to create its tun device
+		// takes CAP_SYS_ADMIN in ours.
+		return nil, &SetupError{Layer: "network", Msg: "the sandbox network needs root",
+			Fix: "run crucible as root, or without network rules"}
+	}
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
 		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: s.Files,
@@ -90,11 +96,18 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 		cs.NProc = uint64(s.Pids) // counted per user namespace: only this jail's
 	}
 
+	if s.Nameserver.IsValid() {
+		cs.Nameserver = s.Nameserver.String()
+	}
 	if err := x.start(s, cs); err != nil {
 		return nil, err
 	}
 	defer unix.Close(x.ctrl)
 	x.wait(ctx, s.Timeout)
+	if x.net != nil {
+		// The jail has exited: nothing uses its network any more.
+		_ = x.net.Close()
+	}
 	if ctx.Err() != nil && !x.timedOut.Load() {
 		return nil, ctx.Err()
 	}
@@ -116,6 +129,7 @@ type execution struct {
 	copies   sync.WaitGroup // until the outputs have everything
 	mon      monitor
 	timedOut atomic.Bool
+	net      io.Closer // the jail's network, if it has one
 }
 
 // start starts the jail's init and hands it its spec; when it returns nil,
@@ -236,12 +250,39 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 	if err != nil {
 		return err
 	}
+	if s.Network != nil {
+		// While init starts up; it waits for its spec, so the command
+		// cannot run before its network exists.
+		if x.net, err = startNetwork(x.cmd.Process.Pid, s.Network); err != nil {
+			x.kill()
+			_ = x.cmd.Wait()
+			return err
+		}
+	}
 	go func() {
 		// A dead child makes this fail with EPIPE; Wait reports why.
 		_, _ = specW.Write(spec)
 		specW.Close()
 	}()
 	return nil
+}
+
+// startNetwork hands the network namespace of the jail's init to setup.
+func startNetwork(pid int, setup func(*os.File) (io.Closer, error)) (io.Closer, error) {
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // without the path: it says nothing the caller needs
+		}
+		return nil, &SetupError{Layer: "network", Msg: "opening the jail's network namespace: " + err.Error()}
+	}
+	defer ns.Close()
+	c, err := setup(ns)
+	if err != nil {
+		return nil, &SetupError{Layer: "network", Msg: err.Error(), Fix: "run `crucible doctor`"}
+	}
+	return c, nil
 }
 
 // drain returns the write end of a pipe whose other end is copied to w, up

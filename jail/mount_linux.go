@@ -125,7 +125,7 @@ func setupRoot(s *childSpec) error {
 			return err
 		}
 	}
-	if err := writeEtc(at("etc")); err != nil {
+	if err := writeEtc(at("etc"), s.Nameserver); err != nil {
 		return err
 	}
 	for _, f := range s.Files {
@@ -227,7 +227,12 @@ func mountpoint(dst string, dir bool) error {
 
 // writeEtc synthesizes the jail's /etc: nothing of the host's but what
 // etcBinds names.
-func writeEtc(dir string) error {
+func writeEtc(dir, nameserver string) error {
+	// Without a network, a resolver that answers nothing, at once.
+	resolv := "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n"
+	if nameserver != "" {
+		resolv = "nameserver " + nameserver + "\noptions attempts:2 timeout:2\n"
+	}
 	files := map[string]string{
 		"passwd": fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\n%s:x:%d:%d:%s:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 			SandboxName, SandboxUID, SandboxUID, SandboxName),
@@ -235,8 +240,7 @@ func writeEtc(dir string) error {
 		"hosts":         "127.0.0.1\tlocalhost " + Hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
 		"hostname":      Hostname + "\n",
 		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
-		// No resolver yet: the jail has no network but loopback.
-		"resolv.conf": "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n",
+		"resolv.conf":   resolv,
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {

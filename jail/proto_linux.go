@@ -40,6 +40,7 @@ type childSpec struct {
 	Files         []File   `json:"files,omitempty"`
 	ReadOnly      []string `json:"ro,omitempty"`
 	TmpSize       int64    `json:"tmp_size"`
+	Nameserver    string   `json:"nameserver,omitempty"`
 
 	// Rootless: the supervisor could map only its own uid, so the command gets
 	// a nested user namespace in which it is SandboxUID.
