@@ -43,8 +43,10 @@ func (Execution) Kind() string { return "execution" }
 // Violation records an operation the sandbox denied.
 type Violation struct {
 	Exec    string `json:"exec"`
-	Type    string `json:"type"`              // "syscall", later "dns", "connect", ...
+	Type    string `json:"type"`              // "syscall", or a network kind ("dns", "connect", ...)
 	Syscall string `json:"syscall,omitempty"` // for type syscall
+	Host    string `json:"host,omitempty"`    // for the network's types
+	Port    uint16 `json:"port,omitempty"`
 	Count   int    `json:"count"`
 	Reason  string `json:"reason"`
 }
@@ -112,3 +114,21 @@ func (w *Writer) Log(e Event) error {
 	_, err = w.w.Write(line)
 	return err
 }
+
+// Network records one decision of the sandbox's network: a DNS answer, a
+// connection allowed or refused, and a connection's end with its bytes.
+type Network struct {
+	Exec     string `json:"exec"`
+	Type     string `json:"type"` // "dns", "connect", "sni_mismatch", ...
+	Name     string `json:"name"` // the name or literal address asked for
+	Port     uint16 `json:"port,omitempty"`
+	Verdict  string `json:"verdict"` // "allow", "deny", or "done" at a connection's end
+	Reason   string `json:"reason,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Addr     string `json:"addr,omitempty"` // where Crucible connected: for the operator only
+	BytesOut int64  `json:"bytes_out,omitempty"`
+	BytesIn  int64  `json:"bytes_in,omitempty"`
+}
+
+// Kind implements Event.
+func (Network) Kind() string { return "network" }

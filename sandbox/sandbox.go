@@ -44,8 +44,22 @@ type Options struct {
 // Exec runs args in a fresh jail configured by cfg.
 func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*jail.Result, error) {
 	ev := &audit.Execution{Exec: newID(), Command: args}
-	res, err := jail.Run(ctx, JailSpec(&cfg.Sandbox, args, nil, o))
-	record(o.Audit, ev, res, err)
+	res, err := run(ctx, cfg, JailSpec(&cfg.Sandbox, args, nil, o), ev, o.Audit)
+	return res, err
+}
+
+// run runs spec with the network cfg allows, and records the execution.
+func run(ctx context.Context, cfg *config.Config, spec *jail.Spec, ev *audit.Execution, w *audit.Writer) (*jail.Result, error) {
+	nl, err := attachNetwork(spec, &cfg.Network, ev.Exec, w)
+	if err != nil {
+		record(w, ev, nil, err)
+		return nil, err
+	}
+	res, err := jail.Run(ctx, spec)
+	if err == nil && nl != nil {
+		res.Violations = append(res.Violations, nl.result()...)
+	}
+	record(w, ev, res, err)
 	return res, err
 }
 
@@ -63,8 +77,7 @@ func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*
 	}
 	var result bytes.Buffer
 	spec.Result = &result
-	res, err := jail.Run(ctx, spec)
-	record(o.Audit, ev, res, err)
+	res, err := run(ctx, cfg, spec, ev, o.Audit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -88,7 +101,7 @@ func record(w *audit.Writer, ev *audit.Execution, res *jail.Result, err error) {
 		return
 	}
 	for _, v := range res.Violations {
-		_ = w.Log(audit.Violation{Exec: ev.Exec, Type: v.Kind, Syscall: v.Syscall, Count: v.Count, Reason: v.Reason})
+		_ = w.Log(audit.Violation{Exec: ev.Exec, Type: v.Kind, Syscall: v.Syscall, Host: v.Host, Port: v.Port, Count: v.Count, Reason: v.Reason})
 	}
 	ev.ExitCode, ev.Signal, ev.DurationMS = res.ExitCode, res.Signal, res.Duration.Milliseconds()
 	ev.LimitsHit, ev.Degraded = res.LimitsHit, res.Degraded
@@ -102,10 +115,18 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// CheckPaths reports host paths in s that do not exist (or a workspace that is
-// not a directory), so that the operator hears of a typo before any jail is
-// built.
-func CheckPaths(s *config.Sandbox) error {
+// Check reports what cfg asks for that cannot be: host paths that do not
+// exist (or a workspace that is not a directory) and network rules that do
+// not compile, so that the operator hears of a typo before any jail is built.
+func Check(cfg *config.Config) error {
+	if err := checkPaths(&cfg.Sandbox); err != nil {
+		return err
+	}
+	_, err := NetworkPolicy(&cfg.Network)
+	return err
+}
+
+func checkPaths(s *config.Sandbox) error {
 	if s.Workspace != "" {
 		fi, err := os.Stat(s.Workspace)
 		if err != nil {
@@ -179,8 +200,10 @@ type Result struct {
 
 // Violation is one kind of denied operation.
 type Violation struct {
-	Kind    string `json:"kind"`
+	Kind    string `json:"kind"` // "syscall", or a network kind: dns, connect, sni_mismatch, host_mismatch, protocol, udp, private_address, limit
 	Syscall string `json:"syscall,omitempty"`
+	Host    string `json:"host,omitempty"` // the name or address the code asked for
+	Port    uint16 `json:"port,omitempty"`
 	Count   int    `json:"count"`
 	Reason  string `json:"reason"`
 }
@@ -199,7 +222,7 @@ func NewResult(r *jail.Result, stdout, stderr string) *Result {
 		Degraded:   r.Degraded,
 	}
 	for _, v := range r.Violations {
-		out.Violations = append(out.Violations, Violation{Kind: v.Kind, Syscall: v.Syscall, Count: v.Count, Reason: v.Reason})
+		out.Violations = append(out.Violations, Violation{Kind: v.Kind, Syscall: v.Syscall, Host: v.Host, Port: v.Port, Count: v.Count, Reason: v.Reason})
 	}
 	return out
 }

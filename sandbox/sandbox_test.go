@@ -70,7 +70,7 @@ func TestCheckPaths(t *testing.T) {
 		{"ro file", config.Sandbox{RO: []string{file}}, ""},
 		{"ro missing", config.Sandbox{RO: []string{filepath.Join(dir, "nope")}}, "no such file"},
 	} {
-		err := CheckPaths(&tc.s)
+		err := checkPaths(&tc.s)
 		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
 		}

@@ -35,7 +35,7 @@ type execFlags struct {
 	config, timeout, memory, tmpSize, maxOutput, workspace, audit string
 	pids                                                          int
 	cpus                                                          float64
-	ro, env, degraded                                             listFlag
+	ro, env, degraded, allowNet                                   listFlag
 	json                                                          bool
 }
 
@@ -53,6 +53,7 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.maxOutput, "max-output", d.MaxOutput.String(), "per-stream output cap; the rest is dropped and reported")
 	fs.BoolVar(&f.json, "json", false, "print one JSON result object instead of streaming")
 	fs.StringVar(&f.audit, "audit", "", "append the audit trail (NDJSON: the execution, each denied operation) to this `FILE`")
+	fs.Var(&f.allowNet, "allow-net", "let the code reach `HOST[:PORT]` (a name, *.domain, an IP or CIDR; default ports 80 and 443; repeatable); '*' allows every public name")
 	fs.Var(&f.degraded, "allow-degraded", "`LAYER,...` that may be missing: "+strings.Join(config.DegradableLayers, ", "))
 }
 
@@ -107,6 +108,14 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 				}
 				s.Env[k] = v
 			}
+		case "allow-net":
+			for _, h := range f.allowNet {
+				if h == "*" {
+					cfg.Network.AllowAll = true
+				} else {
+					cfg.Network.Allow = append(cfg.Network.Allow, h)
+				}
+			}
 		case "allow-degraded":
 			for _, l := range f.degraded {
 				s.AllowDegraded = append(s.AllowDegraded, strings.Split(l, ",")...)
@@ -122,7 +131,7 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return cfg, sandbox.CheckPaths(&cfg.Sandbox)
+	return cfg, sandbox.Check(cfg)
 }
 
 func runExec(ctx context.Context, args []string, env Env) int {
@@ -157,6 +166,7 @@ func runExec(ctx context.Context, args []string, env Env) int {
 // object. It returns crucible's exit code.
 func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func(sandbox.Options) (*jail.Result, *lang.Outcome, error)) int {
 	st := sandbox.Options{Stdin: stdin, Stdout: env.Stdout, Stderr: env.Stderr}
+	warn(cfg, env)
 	if cfg.Audit.File != "" {
 		// Asked for and not writable: refuse, rather than run unrecorded.
 		w, err := audit.Open(cfg.Audit.File)
@@ -191,6 +201,13 @@ func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func
 	}
 	report(res, &cfg.Sandbox, env)
 	return res.ExitCode
+}
+
+// warn tells the operator, before anything runs, what cfg opens up.
+func warn(cfg *config.Config, env Env) {
+	if cfg.Network.AllowAll {
+		fmt.Fprintln(env.Stderr, "crucible: warning: network.allow_all is on: the code may reach every public host (private and metadata addresses stay blocked)")
+	}
 }
 
 // execError prints why nothing ran, and returns the exit code for it.
@@ -231,7 +248,14 @@ func report(r *jail.Result, s *config.Sandbox, env Env) {
 		}
 	}
 	for _, v := range r.Violations {
-		fmt.Fprintf(env.Stderr, "crucible: denied: %s (%s): %s\n", v.Syscall, plural(v.Count, "time"), v.Reason)
+		what := v.Syscall
+		if v.Kind != "syscall" {
+			what = v.Kind + " " + v.Host
+			if v.Port != 0 {
+				what += ":" + strconv.Itoa(int(v.Port))
+			}
+		}
+		fmt.Fprintf(env.Stderr, "crucible: denied: %s (%s): %s\n", what, plural(v.Count, "time"), v.Reason)
 	}
 }
 

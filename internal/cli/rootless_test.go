@@ -16,11 +16,12 @@ import (
 // nobody is the unprivileged user the rootless tests run crucible as.
 const nobody = 65534
 
-// buildCrucible builds the crucible binary where an unprivileged user can run it.
-func buildCrucible(t *testing.T) string {
+// publicDir returns a new directory that every user may read and traverse,
+// removed when the test ends. Not t.TempDir: its parent is private to root,
+// so neither an unprivileged user nor a jail's root could reach it.
+func publicDir(t *testing.T) string {
 	t.Helper()
-	// Not t.TempDir: its parent is private to root.
-	dir, err := os.MkdirTemp("", "crucible-bin-")
+	dir, err := os.MkdirTemp("", "crucible-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,13 @@ func buildCrucible(t *testing.T) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "crucible")
+	return dir
+}
+
+// buildCrucible builds the crucible binary where an unprivileged user can run it.
+func buildCrucible(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(publicDir(t), "crucible")
 	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/crucible")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -1,0 +1,135 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/egress"
+	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/netpolicy"
+)
+
+// maxNetAudit bounds the network lines one execution writes to the audit
+// trail; past it, the violations' counts still say how many there were.
+const maxNetAudit = 1000
+
+// NetworkPolicy compiles the network section. Its errors are one line and
+// name the offending rule.
+func NetworkPolicy(n *config.Network) (*netpolicy.Policy, error) {
+	r := netpolicy.Rules{
+		Allow: n.Allow, Deny: n.Deny, DenyReasons: n.DenyReasons,
+		AllowAll: n.AllowAll,
+		Hosts:    map[string]netip.Addr{},
+	}
+	for _, c := range n.AllowPrivate {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("network.allow_private: %q is not a CIDR", c)
+		}
+		r.AllowPrivate = append(r.AllowPrivate, p)
+	}
+	for name, a := range n.Hosts {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return nil, fmt.Errorf("network.hosts: %q is not an IP address", a)
+		}
+		r.Hosts[name] = ip
+	}
+	p, err := netpolicy.Compile(r)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	return p, nil
+}
+
+// netLog is one execution's record of its network: each decision goes to
+// the audit trail, each refusal into the result's violations.
+type netLog struct {
+	exec  string
+	audit *audit.Writer
+
+	mu         sync.Mutex
+	lines      int
+	violations []jail.Violation
+	index      map[jail.Violation]int // by kind, host, port and reason
+}
+
+func (l *netLog) report(e egress.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !e.Allowed {
+		key := jail.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason}
+		if i, ok := l.index[key]; ok {
+			l.violations[i].Count++
+		} else {
+			l.index[key] = len(l.violations)
+			key.Count = 1
+			l.violations = append(l.violations, key)
+		}
+	}
+	if l.audit == nil || l.lines >= maxNetAudit {
+		return
+	}
+	l.lines++
+	ev := audit.Network{Exec: l.exec, Type: e.Kind, Name: e.Name, Port: e.Port,
+		Verdict: "deny", Reason: e.Reason, Rule: e.Rule, BytesOut: e.BytesOut, BytesIn: e.BytesIn}
+	if e.Allowed {
+		ev.Verdict = "allow"
+		if e.Done {
+			ev.Verdict = "done"
+		}
+	}
+	if e.Addr.IsValid() {
+		ev.Addr = e.Addr.String()
+	}
+	_ = l.audit.Log(ev)
+}
+
+func (l *netLog) result() []jail.Violation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.violations
+}
+
+// attachNetwork gives spec the network that n allows, if any, and returns
+// the log its decisions go to (nil without a network).
+func attachNetwork(spec *jail.Spec, n *config.Network, exec string, w *audit.Writer) (*netLog, error) {
+	if !n.Enabled() {
+		return nil, nil
+	}
+	policy, err := NetworkPolicy(n)
+	if err != nil {
+		return nil, err
+	}
+	log := &netLog{exec: exec, audit: w, index: map[jail.Violation]int{}}
+	opts := egress.Options{
+		Policy: policy,
+		Report: log.report,
+		Limits: egress.Limits{
+			Connections: n.MaxConnections,
+			BytesOut:    int64(n.MaxBytesOut),
+			BytesIn:     int64(n.MaxBytesIn),
+			IdleTimeout: time.Duration(n.IdleTimeout),
+		},
+	}
+	if n.Resolver != "" {
+		r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, n.Resolver)
+		}}
+		opts.Lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return r.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	spec.Network = func(netns *os.File) (io.Closer, error) { return egress.Start(netns, opts) }
+	spec.Nameserver = egress.Resolver
+	return log, nil
+}
