@@ -387,6 +387,8 @@ func BenchmarkOpenTun(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+		// Not persistent, so that the next openTun can create tun0 again.
+		_ = unix.IoctlSetInt(fd, unix.TUNSETPERSIST, 0)
 		unix.Close(fd)
 		b.StartTimer()
 	}
