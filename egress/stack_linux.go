@@ -180,6 +180,13 @@ func (st *Stack) handleTCP(r *tcp.ForwarderRequest) {
 	dst := netip.AddrPortFrom(addrOf(id.LocalAddress), id.LocalPort)
 
 	if dst.Addr() == Resolver && dst.Port() == 53 {
+		// DNS over TCP holds a goroutine and a 64 KiB buffer: it counts
+		// against the connection limit like any other connection.
+		if !st.acquire(Resolver.String(), 53) {
+			r.Complete(true)
+			return
+		}
+		defer st.release()
 		c, _, ok := st.accept(r)
 		if ok {
 			_ = c.SetDeadline(time.Now().Add(dnsTimeout))

