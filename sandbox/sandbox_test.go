@@ -89,7 +89,7 @@ func TestNetLogCap(t *testing.T) {
 		l.report(egress.Event{Kind: egress.KindUDP, Name: "8.8.8.8", Port: uint16(i), Reason: "UDP goes only to the sandbox's DNS resolver"})
 	}
 	l.report(egress.Event{Kind: egress.KindDNS, Name: "x0.evil.test", Reason: "not in the allowlist"}) // listed: counted there
-	l.report(egress.Event{Kind: egress.KindDNS, Allowed: true, Name: "ok.test"})                     // not a refusal
+	l.report(egress.Event{Kind: egress.KindDNS, Allowed: true, Name: "ok.test"})                       // not a refusal
 	counts := map[string]int{}
 	for _, v := range l.result() {
 		counts[v.Kind] += v.Count
