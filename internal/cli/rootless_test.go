@@ -117,7 +117,8 @@ func TestRootless(t *testing.T) {
 func TestDoctorAsRoot(t *testing.T) {
 	requireRoot(t)
 	code, out, _ := run(t, "", "doctor")
-	if code != 0 || !strings.Contains(out, "jail") || strings.Contains(out, "missing") {
+	if code != 0 || !strings.Contains(out, "jail") || strings.Contains(out, "missing") ||
+		!strings.Contains(out, "built a jail with a network; its DNS answered") {
 		t.Fatalf("doctor: exit %d\n%s", code, out)
 	}
 }
