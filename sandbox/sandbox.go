@@ -44,8 +44,7 @@ type Options struct {
 // Exec runs args in a fresh jail configured by cfg.
 func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*jail.Result, error) {
 	ev := &audit.Execution{Exec: newID(), Command: args}
-	res, err := run(ctx, cfg, JailSpec(&cfg.Sandbox, args, nil, o), ev, o.Audit)
-	return res, err
+	return run(ctx, cfg, JailSpec(&cfg.Sandbox, args, nil, o), ev, o.Audit)
 }
 
 // run runs spec with the network cfg allows, and records the execution.

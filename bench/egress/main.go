@@ -112,26 +112,28 @@ func main() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
 	zeros := make([]byte, 1<<20)
-	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("bytes") == "" {
-			w.Header().Set("Content-Length", "6")
-			w.Write([]byte("hello\n"))
-			return
-		}
-		left, err := strconv.ParseInt(r.URL.Query().Get("bytes"), 10, 64)
-		if err != nil || left < 0 {
-			http.Error(w, "bad bytes", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Length", strconv.FormatInt(left, 10))
-		for left > 0 {
-			k, err := w.Write(zeros[:min(left, int64(len(zeros)))])
-			if err != nil {
+	go func() {
+		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("bytes") == "" {
+				w.Header().Set("Content-Length", "6")
+				_, _ = w.Write([]byte("hello\n"))
 				return
 			}
-			left -= int64(k)
-		}
-	}))
+			left, err := strconv.ParseInt(r.URL.Query().Get("bytes"), 10, 64)
+			if err != nil || left < 0 {
+				http.Error(w, "bad bytes", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Length", strconv.FormatInt(left, 10))
+			for left > 0 {
+				k, err := w.Write(zeros[:min(left, int64(len(zeros)))])
+				if err != nil {
+					return
+				}
+				left -= int64(k)
+			}
+		}))
+	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 
 	// The configs: the same but for the network section. The jail must be
