@@ -70,6 +70,11 @@ type Spec struct {
 	// at a path under FilesDir.
 	Files []File
 
+	// Self, if not "", is a path under FilesDir where the running binary is
+	// bound read-only: for a command that is this binary (the embedded
+	// runtimes' workers), re-executed inside the jail with every layer on.
+	Self string
+
 	// Network, if not nil, gives the jail a network beyond lo. It is called
 	// with the jail's network namespace once that exists and before the
 	// command starts; what it returns is closed once the jail has exited.

@@ -41,6 +41,10 @@ var filterProgram = sync.OnceValues(func() ([]byte, error) {
 	return encodeFilter(prog), err
 })
 
+func underFilesDir(p string) bool {
+	return strings.HasPrefix(p, FilesDir+"/") && filepath.Clean(p) == p
+}
+
 // Run executes s.Args in a new jail and waits for it. A *SetupError means the
 // jail could not be built (nothing of the command ran); any other error is the
 // caller's (a cancelled ctx).
@@ -50,9 +54,12 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 		return nil, errors.New("jail: no command given")
 	}
 	for _, f := range s.Files {
-		if !strings.HasPrefix(f.Path, FilesDir+"/") || filepath.Clean(f.Path) != f.Path {
+		if !underFilesDir(f.Path) {
 			return nil, fmt.Errorf("jail: file %q is not a clean path under %s", f.Path, FilesDir)
 		}
+	}
+	if s.Self != "" && !underFilesDir(s.Self) {
+		return nil, fmt.Errorf("jail: self %q is not a clean path under %s", s.Self, FilesDir)
 	}
 	prog, err := filterProgram()
 	if err != nil {
@@ -83,7 +90,7 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
 		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: s.Files,
-		ReadOnly: s.ReadOnly, TmpSize: s.TmpSize,
+		ReadOnly: s.ReadOnly, Self: s.Self, TmpSize: s.TmpSize,
 		Rootless: rootless,
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
 		Filter:      prog,
@@ -175,6 +182,15 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		if fd, err := idmappedBind(cs.Workspace); err == nil {
 			cs.WorkspaceFD = 3 + len(childFiles) // where ExtraFiles puts it
 			childFiles = append(childFiles, os.NewFile(uintptr(fd), "workspace"))
+		}
+	}
+	if cs.Self != "" && !cs.Rootless {
+		// A detached copy of the mount that holds this binary: init could not
+		// reach it by path where a directory on the way is private to root
+		// (go test's build directory). Rootless, init finds it by path.
+		if fd, err := unix.OpenTree(unix.AT_FDCWD, "/proc/self/exe", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err == nil {
+			cs.SelfFD = 3 + len(childFiles)
+			childFiles = append(childFiles, os.NewFile(uintptr(fd), "self"))
 		}
 	}
 	// The command's pipes belong to its host uid, so that it may reopen

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,8 +13,17 @@ import (
 	"time"
 )
 
+// selfTest is where TestSelf binds this test binary in the jail.
+const selfTest = FilesDir + "/bin/self-test"
+
 func TestMain(m *testing.M) {
 	Hook()
+	if os.Args[0] == selfTest {
+		// TestSelf's command: this binary, run inside the jail.
+		err := os.WriteFile(selfTest, nil, 0)
+		fmt.Printf("self in the jail, uid %d, writable: %v\n", os.Getuid(), err == nil)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -159,5 +169,28 @@ func TestFilesAndResult(t *testing.T) {
 	s.Files = []File{{Path: "/etc/passwd"}}
 	if _, err := Run(context.Background(), s); err == nil {
 		t.Error("a file outside the files directory was accepted")
+	}
+}
+
+// Self binds the running binary, read-only, for a command that is this
+// binary; it runs with every layer on, as the sandbox user.
+func TestSelf(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the cgroup layer")
+	}
+	s := spec(selfTest)
+	s.Self = selfTest
+	var out bytes.Buffer
+	s.Stdout, s.Stderr = &out, &out
+	r, err := Run(context.Background(), s)
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("run: %v %+v\n%s", err, r, out.String())
+	}
+	if want := fmt.Sprintf("self in the jail, uid %d, writable: false\n", SandboxUID); out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+	s.Self = "/usr/bin/x"
+	if _, err := Run(context.Background(), s); err == nil {
+		t.Error("a self path outside the files directory was accepted")
 	}
 }

@@ -71,6 +71,17 @@ func setupRoot(s *childSpec) error {
 	for _, p := range s.ReadOnly {
 		binds = append(binds, &bind{src: p, dst: strings.TrimPrefix(filepath.Clean(p), "/")})
 	}
+	if s.SelfFD > 0 {
+		binds = append(binds, &bind{src: "this binary", dst: s.Self[1:], fd: s.SelfFD})
+	} else if s.Self != "" {
+		// Our /proc/self/exe names a mount of the host's namespace, which
+		// open_tree refuses: bind its path, as this namespace's copy has it.
+		exe, err := os.Readlink("/proc/self/exe")
+		if err != nil || !filepath.IsAbs(exe) {
+			return fmt.Errorf("finding this binary: %v (was it deleted or replaced?)", err)
+		}
+		binds = append(binds, &bind{src: exe, dst: s.Self[1:]})
+	}
 	if s.Workspace != "" {
 		b := &bind{src: s.Workspace, dst: "workspace", rw: true, fd: -1}
 		if s.WorkspaceFD > 0 {

@@ -39,6 +39,8 @@ type childSpec struct {
 	ResultFD      int      `json:"result_fd,omitempty"`    // the result pipe's write end: in init where the supervisor put it, in the exec stage fdResult
 	Files         []File   `json:"files,omitempty"`
 	ReadOnly      []string `json:"ro,omitempty"`
+	Self          string   `json:"self,omitempty"`    // where init binds its own binary
+	SelfFD        int      `json:"self_fd,omitempty"` // init: a detached mount of that binary, if the supervisor could make one
 	TmpSize       int64    `json:"tmp_size"`
 	Nameserver    string   `json:"nameserver,omitempty"`
 
