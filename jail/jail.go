@@ -52,7 +52,7 @@ type Spec struct {
 	ReadOnly      []string // extra host paths bound read-only at the same path
 	TmpSize       int64    // size of the tmpfs at /tmp
 
-	Timeout   time.Duration // wall time
+	Timeout   time.Duration // wall time, from the start, or from Begin
 	Memory    int64         // bytes, memory+swap
 	Pids      int           // processes and threads
 	CPUs      float64       // CPU quota in cores
@@ -84,6 +84,10 @@ type Spec struct {
 	// Nameserver is the one nameserver of the jail's /etc/resolv.conf; ""
 	// leaves a resolver that answers nothing.
 	Nameserver netip.Addr
+
+	// Begin, if not nil, holds the Timeout back until it is closed: a warm
+	// jail, built ahead of its work, waits for it first.
+	Begin <-chan struct{}
 
 	// AllowDegraded names the layers (LayerCgroup, ...) that may be missing.
 	AllowDegraded []string

@@ -110,7 +110,7 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 		return nil, err
 	}
 	defer unix.Close(x.ctrl)
-	x.wait(ctx, s.Timeout)
+	x.wait(ctx, s.Timeout, s.Begin)
 	if x.net != nil {
 		// The jail has exited: nothing uses its network any more.
 		_ = x.net.Close()
@@ -373,10 +373,41 @@ func (x *execution) kill() { _ = x.cmd.Process.Kill() }
 
 // wait waits for init to exit, killing it at the timeout or when ctx ends,
 // and for everything it said on the control socket.
-func (x *execution) wait(ctx context.Context, timeout time.Duration) {
+func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-chan struct{}) {
 	if timeout > 0 {
-		timer := time.AfterFunc(timeout, func() { x.timedOut.Store(true); x.kill() })
-		defer timer.Stop()
+		var (
+			mu    sync.Mutex
+			timer *time.Timer
+			done  bool
+		)
+		arm := func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				timer = time.AfterFunc(timeout, func() { x.timedOut.Store(true); x.kill() })
+			}
+		}
+		exited := make(chan struct{})
+		if begin == nil {
+			arm()
+		} else {
+			go func() {
+				select {
+				case <-begin:
+					arm()
+				case <-exited:
+				}
+			}()
+		}
+		defer func() {
+			close(exited)
+			mu.Lock()
+			defer mu.Unlock()
+			done = true
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
 	}
 	stop := context.AfterFunc(ctx, x.kill)
 	defer stop()

@@ -194,3 +194,26 @@ func TestSelf(t *testing.T) {
 		t.Error("a self path outside the files directory was accepted")
 	}
 }
+
+// With Begin, the timeout counts from when Begin closes: a warm jail may
+// wait longer than its timeout for work, then gets the whole timeout.
+func TestBegin(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the cgroup layer")
+	}
+	s := spec("/bin/sh", "-c", "sleep 0.6; echo waited; sleep 10; echo too long")
+	s.Timeout = 300 * time.Millisecond
+	begin := make(chan struct{})
+	s.Begin = begin
+	time.AfterFunc(400*time.Millisecond, func() { close(begin) })
+	var out bytes.Buffer
+	s.Stdout = &out
+	start := time.Now()
+	r, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); r.ExitCode != ExitTimeout || out.String() != "waited\n" || d > 5*time.Second {
+		t.Errorf("exit %d after %s, output %q; want a timeout after the begin, with only %q", r.ExitCode, d, out.String(), "waited\n")
+	}
+}

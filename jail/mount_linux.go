@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,8 +78,11 @@ func setupRoot(s *childSpec) error {
 		// Our /proc/self/exe names a mount of the host's namespace, which
 		// open_tree refuses: bind its path, as this namespace's copy has it.
 		exe, err := os.Readlink("/proc/self/exe")
-		if err != nil || !filepath.IsAbs(exe) {
-			return fmt.Errorf("finding this binary: %v (was it deleted or replaced?)", err)
+		if err != nil {
+			return fmt.Errorf("finding this binary: %w", err)
+		}
+		if !filepath.IsAbs(exe) {
+			return errors.New("this binary was deleted or replaced: restart crucible")
 		}
 		binds = append(binds, &bind{src: exe, dst: s.Self[1:]})
 	}
