@@ -125,7 +125,21 @@ type Runtimes struct {
 	// "deno" in PATH, then in ./node_modules (where `npm install deno` puts
 	// it).
 	Deno string `yaml:"deno"`
+	// JSHeap bounds the embedded TypeScript/JavaScript engine's heap: past
+	// it, an allocation throws a catchable "out of memory".
+	JSHeap ByteSize `yaml:"js_heap"`
+	// JSStack bounds its call depth, in frames: past it, a call throws a
+	// catchable "stack overflow".
+	JSStack int `yaml:"js_stack"`
 }
+
+// Bounds of the embedded engine's limits.
+const (
+	minJSHeap  = 16 * MiB
+	maxJSHeap  = 4 * GiB
+	minJSStack = 100
+	maxJSStack = 100000
+)
 
 // Sandbox holds the limits and contents of each execution's jail. The
 // comments give each key's default and the bounds that Validate enforces.
@@ -209,7 +223,7 @@ func Default() *Config {
 			MaxBytesIn:     1 * GiB,
 			IdleTimeout:    Duration(60 * time.Second),
 		},
-		Runtimes: Runtimes{Python: "/usr/bin/python3"},
+		Runtimes: Runtimes{Python: "/usr/bin/python3", JSHeap: 256 * MiB, JSStack: 10000},
 	}
 }
 
@@ -253,6 +267,12 @@ func (r *Runtimes) validate() error {
 	}
 	if r.Python == "" {
 		return fieldErrorf("runtimes.python", "must not be empty")
+	}
+	if r.JSHeap < minJSHeap || r.JSHeap > maxJSHeap {
+		return fieldErrorf("runtimes.js_heap", "must be from %v to %v, not %v", minJSHeap, maxJSHeap, r.JSHeap)
+	}
+	if r.JSStack < minJSStack || r.JSStack > maxJSStack {
+		return fieldErrorf("runtimes.js_stack", "must be from %d to %d frames, not %d", minJSStack, maxJSStack, r.JSStack)
 	}
 	return nil
 }

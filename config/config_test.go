@@ -440,13 +440,15 @@ func TestRuntimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Runtimes.Deno != "/opt/deno/deno" || c.Runtimes.Python != "/usr/bin/python3" {
+	if c.Runtimes.Deno != "/opt/deno/deno" || c.Runtimes.Python != "/usr/bin/python3" || c.Runtimes.JSHeap != 256*MiB || c.Runtimes.JSStack != 10000 {
 		t.Errorf("runtimes = %+v, want the cleaned deno path and the default python", c.Runtimes)
 	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"runtimes:\n  deno: deno\n", `crucible.yaml:2: runtimes.deno: "deno" is not an absolute path`},
 		{"runtimes:\n  python: \"\"\n", `runtimes.python: must not be empty`},
 		{"runtimes:\n  node: /usr/bin/node\n", `crucible.yaml:2: unknown key "node" in runtimes`},
+		{"runtimes:\n  js_heap: 1MiB\n", `crucible.yaml:2: runtimes.js_heap: must be from 16MiB to 4GiB, not 1MiB`},
+		{"runtimes:\n  js_stack: 10\n", `crucible.yaml:2: runtimes.js_stack: must be from 100 to 100000 frames, not 10`},
 	} {
 		_, err := Parse([]byte(tc.yaml), "crucible.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
