@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"modernc.org/quickjs"
+)
+
+const hello = "const greeting: string = \"hello\";\nconsole.log(greeting);\nexport default { ok: true };\n"
+
+// A whole run of a tiny TypeScript program: transpile, a new engine with
+// every global, the program, the result.
+func BenchmarkRunHello(b *testing.B) {
+	for b.Loop() {
+		if out := Run(context.Background(), hello, "hello.ts", true, Options{}); out.Error != nil {
+			b.Fatal(out.Error)
+		}
+	}
+}
+
+func BenchmarkTranspile(b *testing.B) {
+	for b.Loop() {
+		if _, err := transpile(hello, "hello.ts", true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNewVM(b *testing.B) {
+	for b.Loop() {
+		vm, err := quickjs.NewVM()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = vm.Close()
+	}
+}
+
+// The embedded bytecode is that of the scripts beside it.
+func TestBytecodeCurrent(t *testing.T) {
+	for _, name := range []string{"web", "prelude"} {
+		vm, err := quickjs.NewVM()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc, err := vm.Compile(string(script(name+".js")), quickjs.EvalGlobal)
+		_ = vm.Close()
+		if err != nil {
+			t.Fatalf("%s.js: %v", name, err)
+		}
+		if !bytes.Equal(bc, script(name+".bc")) {
+			t.Errorf("js/%s.bc is not js/%s.js compiled: run go generate ./lang/js/engine", name, name)
+		}
+	}
+}

@@ -1,0 +1,327 @@
+// Package engine runs a TypeScript or JavaScript program in an embedded
+// engine (QuickJS, through modernc.org/quickjs: pure Go, no cgo), with the
+// Web-like globals that code-mode programs expect: console, timers, fetch,
+// URL, TextEncoder, structuredClone, crypto, env, and a small fs limited to
+// /workspace and /tmp.
+//
+// The engine is not the boundary: it runs in the jail's worker process, and
+// whatever escapes it meets the jail. Its limits (heap, call depth, a
+// deadline) turn a runaway program into a catchable error or a clean stop
+// rather than a dead worker.
+package engine
+
+import (
+	"bufio"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"modernc.org/quickjs"
+
+	"github.com/cruciblehq/crucible/lang"
+)
+
+// Defaults for Options' zero values.
+const (
+	DefaultHeap  = 256 << 20
+	DefaultStack = 10000 // JavaScript call frames
+)
+
+// Options set up one run.
+type Options struct {
+	Heap  int64 // bytes the engine may allocate; 0 means DefaultHeap
+	Stack int   // call depth; 0 means DefaultStack
+
+	Stdout, Stderr io.Writer         // console's; nil means discard
+	Env            map[string]string // the program's env global, read-only
+
+	// Dirs maps the directories the program's fs may use (as it names
+	// them: "/workspace", "/tmp") to where they are; none means no fs.
+	// Relative paths are taken from the first, "/workspace".
+	Dirs map[string]string
+
+	// HTTP is fetch's client; nil refuses every fetch.
+	HTTP *http.Client
+}
+
+// scripts are the JavaScript half of the runtime: web.js (the Web APIs
+// that need nothing of Go) and prelude.js (those that do, and the loop's),
+// with their bytecode (see internal/jsc), which is what runs.
+//
+//go:generate go run ./internal/jsc
+//go:embed js/*.js js/*.bc
+var scripts embed.FS
+
+func script(name string) []byte {
+	b, _ := scripts.ReadFile("js/" + name)
+	return b
+}
+
+// Run runs the program src, whose name (as stack traces show it) is name;
+// ts says it is TypeScript. The outcome is the program's default export (or
+// top-level return) as JSON, or its uncaught error. A program still running
+// when ctx ends is interrupted.
+func Run(ctx context.Context, src, name string, ts bool, o Options) *lang.Outcome {
+	// esbuild's first transform in a process takes ~2 ms (it parses its own
+	// helpers), as long as the engine's start: do the two at once.
+	type transpiled struct {
+		p   *program
+		err *lang.Error
+	}
+	ch := make(chan transpiled, 1)
+	go func() {
+		p, err := transpile(src, name, ts)
+		ch <- transpiled{p, err}
+	}()
+	r, err := New(o)
+	t := <-ch
+	if err != nil {
+		return internalError(err)
+	}
+	defer r.Close()
+	if t.err != nil {
+		return &lang.Outcome{Error: t.err}
+	}
+	return r.run(ctx, t.p)
+}
+
+// Run runs one program on r, as the package's Run does, and closes r.
+func (r *Runtime) Run(ctx context.Context, src, name string, ts bool) *lang.Outcome {
+	defer r.Close()
+	p, err := transpile(src, name, ts)
+	if err != nil {
+		return &lang.Outcome{Error: err}
+	}
+	return r.run(ctx, p)
+}
+
+// WarmUp does once what the first transpile in a process would: a warm
+// worker calls it while it waits for its program.
+func WarmUp() { _, _ = transpile("0", "warm.js", false) }
+
+func internalError(err error) *lang.Outcome {
+	return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
+}
+
+// Runtime is one program's engine and event loop, made ready before the
+// program is known (a warm worker makes it while it waits). Everything but
+// the goroutines of fetch and the deadline's watcher runs on the caller's
+// goroutine, which owns the VM.
+type Runtime struct {
+	vm       *quickjs.VM
+	prog     *program // set before run
+	o        Options
+	stdout   *bufio.Writer
+	stderr   *bufio.Writer
+	dispatch quickjs.Value // the prelude's: Go's way back into JavaScript
+
+	timers timers
+	tasks  chan func()   // work done elsewhere, to finish on the VM's goroutine
+	done   chan struct{} // closed when the run is over: tasks are dropped
+	busy   int           // fetches in flight
+	fetch  fetches
+	files  *files
+
+	outcome *lang.Outcome // set once the program has settled
+	closed  bool
+}
+
+// New starts an engine with every global in place, for one program.
+func New(o Options) (_ *Runtime, err error) {
+	if o.Heap <= 0 {
+		o.Heap = DefaultHeap
+	}
+	if o.Stack <= 0 {
+		o.Stack = DefaultStack
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return nil, fmt.Errorf("starting the engine: %w", err)
+	}
+	r := &Runtime{
+		vm: vm, o: o,
+		stdout: bufio.NewWriterSize(o.Stdout, 32<<10),
+		stderr: bufio.NewWriterSize(o.Stderr, 32<<10),
+		tasks:  make(chan func(), 16),
+		done:   make(chan struct{}),
+		files:  newFiles(o.Dirs),
+	}
+	r.fetch.init()
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	vm.SetMemoryLimit(uintptr(o.Heap))
+	vm.SetMaxStackSize(uintptr(o.Stack))
+	vm.SetModuleLoader(r.loadModule, func(_ *quickjs.VM, _, name string) (string, error) { return name, nil })
+	if err := r.registerHost(); err != nil {
+		return nil, err
+	}
+	web, err := vm.EvalBytecodeValue(script("web.bc"))
+	if err != nil {
+		return nil, fmt.Errorf("the Web API prelude: %w", err)
+	}
+	defer web.Free()
+	api, err := web.CallValue(quickjs.UndefinedValue, vm.GlobalObject())
+	if err != nil {
+		return nil, fmt.Errorf("the Web API prelude: %w", err)
+	}
+	defer api.Free()
+	prelude, err := vm.EvalBytecodeValue(script("prelude.bc"))
+	if err != nil {
+		return nil, fmt.Errorf("the prelude: %w", err)
+	}
+	defer prelude.Free()
+	env, _ := json.Marshal(o.Env)
+	r.dispatch, err = prelude.CallValue(quickjs.UndefinedValue, vm.GlobalObject(), api, string(env))
+	if err != nil {
+		return nil, fmt.Errorf("the prelude: %w", err)
+	}
+	return r, nil
+}
+
+// post hands f to the VM's goroutine, unless the run is over.
+func (r *Runtime) post(f func()) {
+	select {
+	case r.tasks <- f:
+	case <-r.done:
+	}
+}
+
+// Close releases the engine; Run does it.
+func (r *Runtime) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	close(r.done)
+	r.fetch.cancelAll()
+	if r.dispatch.VM() != nil {
+		r.dispatch.Free()
+	}
+	_ = r.vm.Close()
+	r.files.close()
+}
+
+// loadModule serves the program, and nothing else: there are no packages.
+func (r *Runtime) loadModule(_ *quickjs.VM, name string) (string, error) {
+	if name != r.prog.name {
+		return "", fmt.Errorf("cannot import %q: programs run alone, without modules or packages", shorten(name))
+	}
+	return r.prog.code, nil
+}
+
+// run runs the program and its event loop to the end.
+func (r *Runtime) run(ctx context.Context, p *program) *lang.Outcome {
+	r.prog = p
+	stop := context.AfterFunc(ctx, r.vm.Interrupt)
+	defer stop()
+	err := r.call("run", r.prog.name)
+	for err == nil {
+		if _, err = r.vm.ExecutePendingJobs(); err != nil {
+			break
+		}
+		if r.timers.len() == 0 && r.busy == 0 {
+			break
+		}
+		if err = r.wait(ctx); err != nil {
+			break
+		}
+		if err = ctx.Err(); err != nil {
+			break
+		}
+	}
+	r.flush()
+	if ctx.Err() != nil {
+		return &lang.Outcome{Error: &lang.Error{Name: "TimeoutError", Message: "the program ran out of time and was stopped"}}
+	}
+	if err != nil {
+		return &lang.Outcome{Error: r.jsError(err)}
+	}
+	if r.outcome == nil {
+		return &lang.Outcome{Error: &lang.Error{Name: "Error", Message: "the program's top-level await never settled: it waits for something that nothing will do"}}
+	}
+	return r.outcome
+}
+
+// wait runs the next thing to happen: a finished task, else a due timer,
+// else it blocks until one of them.
+func (r *Runtime) wait(ctx context.Context) error {
+	select {
+	case f := <-r.tasks:
+		f()
+		return nil
+	default:
+	}
+	d, ok := r.timers.next()
+	if ok && d <= 0 {
+		return r.fireTimer()
+	}
+	r.flush()
+	var due <-chan time.Time
+	if ok {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case f := <-r.tasks:
+		f()
+		return nil
+	case <-due:
+		return r.fireTimer()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// call calls the prelude's dispatcher.
+func (r *Runtime) call(args ...any) error {
+	_, err := r.dispatch.Call(quickjs.UndefinedValue, args...)
+	return err
+}
+
+func (r *Runtime) flush() {
+	_ = r.stdout.Flush()
+	_ = r.stderr.Flush()
+}
+
+// jsError turns an engine error into the program's error, in its own lines.
+func (r *Runtime) jsError(err error) *lang.Error {
+	var e *quickjs.Error
+	if !errors.As(err, &e) {
+		return &lang.Error{Name: "Error", Message: err.Error()}
+	}
+	return r.programError(e.Name, e.Message, e.Stack)
+}
+
+func (r *Runtime) programError(name, msg, stack string) *lang.Error {
+	if name == "" {
+		name = "Error"
+	}
+	if name == "InternalError" && msg == "interrupted" {
+		return &lang.Error{Name: "TimeoutError", Message: "the program ran out of time and was stopped"}
+	}
+	return &lang.Error{Name: name, Message: msg, Stack: r.prog.mapStack(stack)}
+}
+
+// shorten bounds a program-made string that goes into a message.
+func shorten(s string) string {
+	const max = 200
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}

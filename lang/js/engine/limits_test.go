@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A heap bomb gets a catchable "out of memory" at the heap limit; uncaught,
+// it ends the program with that error. The engine itself lives on.
+func TestHeapLimit(t *testing.T) {
+	o := Options{Heap: 32 << 20}
+	out, _ := run(t, `const a = [];
+try { for (;;) a.push("x".repeat(1 << 16) + a.length); } catch (e) { a.length = 0; return String(e); }`, false, o)
+	if out.Error != nil || string(out.Result) != `"InternalError: out of memory"` {
+		t.Errorf("caught: %s %+v", out.Result, out.Error)
+	}
+	out, _ = run(t, "const a = [];\nfor (;;) a.push(new Array(1e5).fill(1.5));\n", false, o)
+	if out.Error == nil || out.Error.Name != "InternalError" || out.Error.Message != "out of memory" {
+		t.Errorf("uncaught: %s %+v", out.Result, out.Error)
+	}
+}
+
+// Deep recursion gets a catchable "stack overflow" at the depth limit, well
+// before the worker's own stack runs out.
+func TestStackLimit(t *testing.T) {
+	out, _ := run(t, `let depth = 0;
+function down(n) { depth = n; return down(n + 1) + 1; }
+try { down(0); } catch (e) { return [String(e), depth > 500 && depth <= 1000]; }`, false, Options{Stack: 1000})
+	if out.Error != nil || string(out.Result) != `["InternalError: stack overflow",true]` {
+		t.Errorf("caught: %s %+v", out.Result, out.Error)
+	}
+	// The default, uncaught, and through getters, toString and JSON.
+	for _, src := range []string{
+		"function f() { return f(); }\nf();",
+		"const o = { get x() { return this.x; } };\no.x;",
+		"const o = { toString() { return `${this}`; } };\nString(o);",
+		"const o = { toJSON() { return JSON.stringify(this); } };\nJSON.stringify(o);",
+	} {
+		out, _ = run(t, src, false, Options{})
+		if out.Error == nil || out.Error.Message != "stack overflow" {
+			t.Errorf("%q: %s %+v", src, out.Result, out.Error)
+		}
+	}
+}
+
+// A runaway loop is interrupted when the deadline passes, whatever it
+// loops in: plain code, a catch that swallows everything, microtasks,
+// timers.
+func TestDeadline(t *testing.T) {
+	for _, src := range []string{
+		"for (;;) {}",
+		"for (;;) { try { for (;;) {} } catch {} }",
+		"const f = () => Promise.resolve().then(f); f(); await new Promise(() => {});",
+		"const f = () => setTimeout(f, 0); f();",
+		"setInterval(() => {}, 1);",
+		"/(a+)+$/.test('a'.repeat(40) + 'b');",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		start := time.Now()
+		out := Run(ctx, src, "main.js", false, Options{})
+		cancel()
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%q: stopped after %s", src, d)
+		}
+		if out.Error == nil || out.Error.Name != "TimeoutError" {
+			t.Errorf("%q: %s %+v", src, out.Result, out.Error)
+		}
+	}
+}
+
+// A program that waits on nothing that will ever happen ends at once.
+func TestNeverSettles(t *testing.T) {
+	out, _ := run(t, "await new Promise(() => {});\nreturn 1", false, Options{})
+	if out.Error == nil || !strings.Contains(out.Error.Message, "never settled") {
+		t.Errorf("%s %+v", out.Result, out.Error)
+	}
+}

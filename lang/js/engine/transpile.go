@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/evanw/esbuild/pkg/api"
+
+	"github.com/cruciblehq/crucible/lang"
+)
+
+// A program without import or export runs as the body of an async function,
+// so that both a top-level return and a top-level await work; its return
+// value is the module's default export. The wrapper takes the line before the
+// program's first.
+const (
+	scriptPrefix = "export default await (async () => {\n"
+	scriptSuffix = "\n})();\n"
+)
+
+// program is what the engine runs: one ES module, and how to map its
+// positions back to the source the user wrote.
+type program struct {
+	name string // the module's name, as stack traces show it
+	code string
+	smap *sourceMap
+	skip int // lines the wrapper put before the source
+}
+
+// transpile strips TypeScript's types (esbuild; no type checking) and picks
+// the program's form: a script, wrapped as above, else a module.
+func transpile(src, name string, ts bool) (*program, *lang.Error) {
+	p, serr := transform(scriptPrefix+src+scriptSuffix, name, ts)
+	if serr == nil {
+		p.skip = 1
+		return p, nil
+	}
+	p, merr := transform(src, name, ts)
+	if merr == nil {
+		return p, nil
+	}
+	// Neither form parses: report the error that came later in the source,
+	// since the other form stopped at what only its rival allows (an export,
+	// or a top-level return).
+	serr.line--
+	if serr.line > merr.line || serr.line == merr.line && serr.col > merr.col {
+		return nil, serr.langError(name)
+	}
+	return nil, merr.langError(name)
+}
+
+// parseError is esbuild's first error, at a 1-based line and column.
+type parseError struct {
+	msg       string
+	line, col int
+}
+
+func (e *parseError) langError(name string) *lang.Error {
+	le := &lang.Error{Name: "SyntaxError", Message: e.msg}
+	if e.line > 0 {
+		le.Stack = "    at " + position(name, e.line, e.col)
+	}
+	return le
+}
+
+func transform(code, name string, ts bool) (*program, *parseError) {
+	loader := api.LoaderJS
+	if ts {
+		loader = api.LoaderTS
+	}
+	r := api.Transform(code, api.TransformOptions{
+		Loader: loader,
+		Target: api.ES2023,
+		// QuickJS spreads a string into an object as {}: esbuild's helper
+		// copies its indices, as the language says.
+		Supported:      map[string]bool{"object-rest-spread": false},
+		Format:         api.FormatESModule,
+		Sourcefile:     name,
+		Sourcemap:      api.SourceMapExternal,
+		SourcesContent: api.SourcesContentExclude,
+		Charset:        api.CharsetUTF8,
+		LogLevel:       api.LogLevelSilent,
+	})
+	if len(r.Errors) > 0 {
+		m := r.Errors[0]
+		e := &parseError{msg: m.Text}
+		if m.Location != nil {
+			e.line, e.col = m.Location.Line, m.Location.Column+1
+		}
+		return nil, e
+	}
+	smap, err := parseSourceMap(r.Map)
+	if err != nil {
+		return nil, &parseError{msg: fmt.Sprintf("internal error: esbuild's source map: %v", err)}
+	}
+	return &program{name: name, code: string(r.Code), smap: smap}, nil
+}
+
+// framePos finds the positions in a stack frame: "name:line:col".
+var framePos = regexp.MustCompile(`([^\s()]+):(\d+):(\d+)`)
+
+// mapStack rewrites an engine stack trace in the user's terms: positions in
+// the program map to the source's lines, and frames of Crucible's own code
+// are left out.
+func (p *program) mapStack(stack string) string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(stack, "\n"), "\n") {
+		m := framePos.FindStringSubmatchIndex(l)
+		if m == nil {
+			if strings.TrimSpace(l) != "" && !strings.Contains(l, "<") {
+				out = append(out, l) // "at <anonymous>" and such carry no position
+			}
+			continue
+		}
+		if l[m[2]:m[3]] != p.name {
+			continue // the prelude's, or native
+		}
+		line, _ := strconv.Atoi(l[m[4]:m[5]])
+		col, _ := strconv.Atoi(l[m[6]:m[7]])
+		ol, oc, ok := p.smap.lookup(line, col)
+		if !ok || ol <= p.skip {
+			continue // the wrapper's own code
+		}
+		out = append(out, l[:m[0]]+position(p.name, ol-p.skip, oc)+l[m[1]:])
+	}
+	return strings.Join(out, "\n")
+}
