@@ -30,6 +30,7 @@ type Program struct {
 	Env      map[string]string // added to the jail's environment
 	Files    map[string][]byte // placed read-only in the jail, by absolute path
 	ReadOnly []string          // host paths the command needs, bound read-only
+	Self     string            // where the command, this very binary, is bound; "" for none
 }
 
 // Outcome is what a runner reports on fd 3.

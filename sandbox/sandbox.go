@@ -71,6 +71,7 @@ func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*
 	}
 	spec := JailSpec(&cfg.Sandbox, p.Args, p.Env, o)
 	spec.ReadOnly = append(slices.Clone(spec.ReadOnly), p.ReadOnly...)
+	spec.Self = p.Self
 	for _, path := range slices.Sorted(maps.Keys(p.Files)) {
 		spec.Files = append(spec.Files, jail.File{Path: path, Data: p.Files[path]})
 	}

@@ -9,12 +9,15 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang/js"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
 func TestMain(m *testing.M) {
 	// The jail re-executes this test binary; its children start here.
 	jail.Hook()
+	compromisedWorker()
+	js.Hook()
 	os.Exit(m.Run())
 }
 

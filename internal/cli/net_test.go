@@ -545,6 +545,31 @@ export default await r.text();`, svcName, f.http), args...)
 	}
 }
 
+// fetch of the embedded engine goes through the sandbox network, TLS too,
+// and what the policy refuses is refused to it as to anyone.
+func TestNetJS(t *testing.T) {
+	requireRoot(t)
+	f := newNetFix(t)
+	flags := f.config(t, f.policy(""))
+	args := append([]string{"run", "--json", "--env", "SSL_CERT_FILE=" + f.ca}, flags...)
+	args = append(args, "-")
+	r := jsonRun(t, fmt.Sprintf(`const a = await (await fetch("http://%[1]s:%[2]d/js")).text();
+let tls; try { tls = await (await fetch("https://%[1]s:%[3]d/jstls")).text(); } catch (e) { tls = e.message; }
+let denied; try { await fetch("http://evil.example.com/"); } catch (e) { denied = e.name; }
+let raw; try { await fetch("http://1.1.1.1/"); } catch (e) { raw = e.name; }
+export default { a, tls, denied, raw };`, svcName, f.http, f.tls), args...)
+	want := fmt.Sprintf(`{"a":"hello from %[1]s:%[2]d /js\n","tls":"hello from %[1]s:%[3]d /jstls\n","denied":"TypeError","raw":"TypeError"}`, svcName, f.http, f.tls)
+	if r.ExitCode != 0 || string(r.Result) != want {
+		t.Errorf("got %s\nwant %s\n%s", r.Result, want, dump(r))
+	}
+	if netViolation(r, "dns", "evil.example.com") == nil || netViolation(r, "connect", "1.1.1.1") == nil {
+		t.Errorf("no dns or connect violation:\n%s", dump(r))
+	}
+	if f.hits.Load() != 2 {
+		t.Errorf("%d requests reached the host, want 2", f.hits.Load())
+	}
+}
+
 func TestNetFlags(t *testing.T) {
 	requireRoot(t)
 	code, _, errs := run(t, "", "exec", "--allow-net", "*.com", "--", "true")

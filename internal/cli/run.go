@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/lang/deno"
+	"github.com/cruciblehq/crucible/lang/js"
 	"github.com/cruciblehq/crucible/lang/python"
 	"github.com/cruciblehq/crucible/sandbox"
 )
@@ -109,5 +109,5 @@ func program(l string, src []byte, file string, cfg *config.Config) (*lang.Progr
 		}
 		return deno.Program(src, file, bin), nil
 	}
-	return nil, errors.New("the embedded TypeScript/JavaScript engine is not built yet: run the file with --lang deno (npm install deno), or use Python")
+	return js.Program(src, file, l == lang.TypeScript, js.Options{Heap: int64(cfg.Runtimes.JSHeap), Stack: cfg.Runtimes.JSStack}), nil
 }

@@ -71,7 +71,6 @@ func TestRunUsageErrors(t *testing.T) {
 		{"run", "a.py", "b.py"},
 		{"run", "--lang", "ruby", "a.rb"},
 		{"run", "/nonexistent/prog.py"},
-		{"run", "--lang", "ts", "-"},
 	} {
 		code, _, errs := run(t, "x", args...)
 		if code != ExitUsage || strings.Count(errs, "\n") != 1 {

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cruciblehq/crucible/lang/js"
+)
+
+func TestRunJS(t *testing.T) {
+	requireRoot(t)
+	// TypeScript is the default, on the embedded engine: no Node or Deno.
+	r := runJSON(t, `interface P { x: number }
+const p: P = { x: 2 };
+console.log("env", env.HOME, typeof Deno, typeof process);
+await new Promise((r) => setTimeout(r, 10));
+return { answer: p.x * 21 };
+`, "-")
+	if r.ExitCode != 0 || r.Stdout != "env /workspace undefined undefined\n" || string(r.Result) != `{"answer":42}` || r.Error != nil {
+		t.Fatalf("%s", dump(r))
+	}
+
+	// An uncaught error, in the file's own name and lines, on stderr too.
+	file := filepath.Join(publicDir(t), "prog.ts")
+	if err := os.WriteFile(file, []byte("type T = number;\n\nfunction f(n: T): never {\n  throw new RangeError(`bad ${n}`);\n}\nexport default f(1);\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runJSON(t, "", file)
+	if r.ExitCode != 1 || r.Error == nil || r.Error.Name != "RangeError" || r.Error.Message != "bad 1" ||
+		!strings.Contains(r.Error.Stack, "prog.ts:4:") || !strings.Contains(r.Stderr, "Uncaught RangeError: bad 1") {
+		t.Fatalf("%s", dump(r))
+	}
+
+	// Plain JavaScript by extension; files under /workspace and /tmp.
+	file = filepath.Join(publicDir(t), "prog.mjs")
+	if err := os.WriteFile(file, []byte(`fs.writeTextFile("/tmp/x", "in tmp");
+let etc; try { fs.readTextFile("/etc/passwd"); } catch (e) { etc = e.name; }
+export default [fs.readTextFile("/tmp/x"), etc];
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runJSON(t, "", file)
+	if r.ExitCode != 0 || string(r.Result) != `["in tmp","TypeError"]` {
+		t.Fatalf("%s", dump(r))
+	}
+}
+
+// The jail stops what the engine's own limits do not: a runaway loop at
+// the execution's timeout (the worker is killed), a heap bomb at the
+// engine's heap limit, deep recursion at its stack limit.
+func TestRunJSLimits(t *testing.T) {
+	requireRoot(t)
+	r := runJSON(t, "for (;;) {}\n", "--timeout", "1s", "-")
+	if r.ExitCode != 124 || !hasLimit(r, "timeout") || r.Result != nil {
+		t.Errorf("busy loop: %s", dump(r))
+	}
+	cfg := filepath.Join(publicDir(t), "crucible.yaml")
+	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_heap: 64MiB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runJSON(t, "const a: string[] = [];\nwhile (true) a.push('x'.repeat(1 << 20) + a.length);\n", "--config", cfg, "-")
+	if r.ExitCode != 1 || r.Error == nil || r.Error.Message != "out of memory" || hasLimit(r, "memory") {
+		t.Errorf("heap bomb: %s", dump(r))
+	}
+	// Each frame costs the worker ~4 KiB of Go stack, several times that
+	// under -race: a bound well inside the jail's memory.
+	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_stack: 2000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runJSON(t, "const f = (n: number): number => f(n + 1) + 1;\ntry { f(0); } catch (e) { console.log(String(e)); }\n", "--config", cfg, "-")
+	if r.ExitCode != 0 || r.Stdout != "InternalError: stack overflow\n" {
+		t.Errorf("recursion: %s", dump(r))
+	}
+	// The jail's memory limit holds if the engine's were set too high.
+	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_heap: 4GiB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runJSON(t, "const a: string[] = [];\nwhile (true) a.push('x'.repeat(1 << 20) + a.length);\n", "--config", cfg, "--memory", "128MiB", "-")
+	if r.ExitCode != 137 || !hasLimit(r, "memory") {
+		t.Errorf("heap bomb past the jail's memory: %s", dump(r))
+	}
+}
+
+// compromisedMark makes the worker act as if the program had broken out of
+// the engine and run native code of its choosing (see compromisedWorker).
+const compromisedMark = "// test: the engine is broken\n"
+
+// compromisedWorker stands in for a worker whose engine the program has
+// broken: TestMain calls it before js.Hook, and in the jail's worker it
+// does what such code would try, and reports. Anywhere else it returns.
+func compromisedWorker() {
+	if len(os.Args) < 2 || os.Args[0] != js.Worker {
+		return
+	}
+	src, err := os.ReadFile(os.Args[len(os.Args)-1])
+	if err != nil || !strings.HasPrefix(string(src), compromisedMark) {
+		return
+	}
+	try := func(name string, err error) { fmt.Printf("%s\t%v\n", name, err) }
+	_, err = os.ReadFile("/proc/1/environ")
+	try("init environ", err)
+	try("write /usr", os.WriteFile("/usr/bin/crucible-x", nil, 0o755))
+	try("write self", os.WriteFile(js.Worker, nil, 0o755))
+	try("mount", unix.Mount("none", "/tmp", "tmpfs", 0, ""))
+	try("setuid", unix.Setuid(0))
+	try("ptrace init", unix.PtraceAttach(1))
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err == nil {
+		err = unix.Connect(fd, &unix.SockaddrInet4{Port: 80, Addr: [4]byte{1, 1, 1, 1}})
+	}
+	try("connect", err)
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(status), "\n") {
+		for _, k := range []string{"Uid:", "CapEff:", "NoNewPrivs:", "Seccomp:"} {
+			if strings.HasPrefix(l, k) {
+				fmt.Println(strings.Join(strings.Fields(l), " "))
+			}
+		}
+	}
+	os.Exit(0)
+}
+
+// Attack: the engine is broken and the program runs native code in the
+// worker. The worker is jailed like any command: every layer holds.
+func TestAttackJSWorkerCompromised(t *testing.T) {
+	requireRoot(t)
+	r := runJSON(t, compromisedMark+"return 1\n", "-")
+	for _, want := range []string{
+		"init environ\topen /proc/1/environ: permission denied",
+		"write /usr\topen /usr/bin/crucible-x: read-only file system",
+		"write self\topen " + js.Worker + ": read-only file system",
+		"mount\toperation not permitted",
+		"setuid\toperation not permitted",
+		"ptrace init\toperation not permitted",
+		"connect\tnetwork is unreachable",
+		"Uid: 1000 1000 1000 1000", "CapEff: 0000000000000000", "NoNewPrivs: 1", "Seccomp: 2",
+	} {
+		if !strings.Contains(r.Stdout, want+"\n") {
+			t.Errorf("no %q:\n%s", want, dump(r))
+		}
+	}
+	for _, v := range []string{"mount", "ptrace"} {
+		if !violated(r, v) {
+			t.Errorf("no %s violation recorded: %v", v, r.Violations)
+		}
+	}
+}
