@@ -1,0 +1,257 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang"
+)
+
+// Pool keeps jails built ahead of their work: namespaces, cgroup, network
+// and a worker that has readied its engine, waiting on its stdin. Each jail
+// serves one execution, then is destroyed; the pool builds its replacement
+// in the background. Every jail of a pool has the configuration the pool
+// was made with: on a change of configuration, close the pool and make
+// another.
+type Pool struct {
+	cfg  *config.Config
+	prog *lang.Program // the warm worker
+	o    PoolOptions
+
+	ctx    context.Context // ends every jail of the pool
+	cancel context.CancelFunc
+	slots  chan struct{} // bounds the executions in flight
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	ready   []*warmJail
+	filling int // jails being built for ready
+	closed  bool
+
+	stats poolCounters
+}
+
+// PoolOptions size a pool.
+type PoolOptions struct {
+	Size     int           // jails kept ready
+	Idle     time.Duration // a ready jail older than this is destroyed
+	InFlight int           // executions at once; more wait their turn
+	Audit    *audit.Writer
+}
+
+// PoolStats say what a pool has done, for metrics.
+type PoolStats struct {
+	Ready    int   `json:"ready"`     // jails waiting for work now
+	InFlight int   `json:"in_flight"` // executions running now
+	Warm     int64 `json:"warm"`      // executions that found a jail ready
+	Cold     int64 `json:"cold"`      // ... that had to wait for one to be built
+	Expired  int64 `json:"expired"`   // ready jails destroyed unused, past Idle
+	Failed   int64 `json:"failed"`    // jails that could not be built
+}
+
+type poolCounters struct {
+	warm, cold, expired, failed atomic.Int64
+}
+
+// warmJail is one jail of the pool, running from its birth.
+type warmJail struct {
+	born   time.Time
+	begin  chan struct{} // closed when its work arrives: its timeout starts
+	stdin  *io.PipeWriter
+	cancel context.CancelFunc
+
+	// Set when done is closed.
+	done           chan struct{}
+	res            *jail.Result
+	err            error
+	stdout, stderr bytes.Buffer
+	result         bytes.Buffer
+}
+
+// NewPool starts a pool of jails that run prog with cfg, and fills it.
+func NewPool(cfg *config.Config, prog *lang.Program, o PoolOptions) *Pool {
+	if o.InFlight <= 0 {
+		o.InFlight = max(o.Size, 1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool{cfg: cfg, prog: prog, o: o, ctx: ctx, cancel: cancel, slots: make(chan struct{}, o.InFlight)}
+	p.refill()
+	if o.Idle > 0 {
+		p.wg.Add(1)
+		go p.expire()
+	}
+	return p
+}
+
+// PoolExec is one execution's output, as a pool returns it.
+type PoolExec struct {
+	Result         *jail.Result
+	Outcome        *lang.Outcome
+	Stdout, Stderr string
+}
+
+// Run hands input (the worker's stdin) to a ready jail, or to a new one if
+// none is ready, and waits for the execution.
+func (p *Pool) Run(ctx context.Context, input []byte) (*PoolExec, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	start := time.Now()
+	w := p.take()
+	if w == nil {
+		p.stats.cold.Add(1)
+		w = p.start()
+	} else {
+		p.stats.warm.Add(1)
+	}
+	// The replacement is built once this execution is done, not beside it:
+	// on a busy machine the two would share the cores.
+	defer p.refill()
+	defer w.cancel()
+
+	close(w.begin)
+	go func() {
+		_, _ = w.stdin.Write(input)
+		_ = w.stdin.Close()
+	}()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		w.cancel()
+		<-w.done
+		return nil, ctx.Err()
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	out, err := lang.ParseOutcome(w.result.Bytes())
+	if err != nil {
+		out = &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
+	}
+	w.res.Duration = time.Since(start)
+	return &PoolExec{Result: w.res, Outcome: out, Stdout: w.stdout.String(), Stderr: w.stderr.String()}, nil
+}
+
+// take returns a ready jail, if one is, dropping any that died waiting.
+func (p *Pool) take() *warmJail {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.ready) > 0 {
+		w := p.ready[0]
+		p.ready = p.ready[1:]
+		select {
+		case <-w.done: // it could not be built, or died: its error is counted
+			continue
+		default:
+			return w
+		}
+	}
+	return nil
+}
+
+// refill builds jails in the background until Size are ready or coming.
+func (p *Pool) refill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.closed && len(p.ready)+p.filling < p.o.Size {
+		p.filling++
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			w := p.start()
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.filling--
+			if p.closed {
+				w.cancel()
+				return
+			}
+			p.ready = append(p.ready, w)
+		}()
+	}
+}
+
+// start starts a jail running the worker; it waits for its input.
+func (p *Pool) start() *warmJail {
+	ctx, cancel := context.WithCancel(p.ctx)
+	r, wr := io.Pipe()
+	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel, done: make(chan struct{})}
+	spec := JailSpec(&p.cfg.Sandbox, p.prog.Args, p.prog.Env, Options{Stdin: r, Stdout: &w.stdout, Stderr: &w.stderr})
+	spec.Self = p.prog.Self
+	spec.Result = &w.result
+	spec.Begin = w.begin
+	ev := &audit.Execution{Exec: newID(), Command: p.prog.Args, Language: p.prog.Lang}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		w.res, w.err = run(ctx, p.cfg, spec, ev, p.o.Audit)
+		var se *jail.SetupError
+		if errors.As(w.err, &se) {
+			p.stats.failed.Add(1)
+		}
+		_ = r.Close()
+		close(w.done)
+	}()
+	return w
+}
+
+// expire destroys ready jails older than Idle: an idle pool empties, and
+// fills again with its next execution.
+func (p *Pool) expire() {
+	defer p.wg.Done()
+	t := time.NewTicker(max(p.o.Idle/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		keep := p.ready[:0]
+		for _, w := range p.ready {
+			if time.Since(w.born) > p.o.Idle {
+				w.cancel()
+				p.stats.expired.Add(1)
+				continue
+			}
+			keep = append(keep, w)
+		}
+		p.ready = keep
+		p.mu.Unlock()
+	}
+}
+
+// Stats reports the pool's state and counts.
+func (p *Pool) Stats() PoolStats {
+	p.mu.Lock()
+	ready := len(p.ready)
+	p.mu.Unlock()
+	return PoolStats{
+		Ready: ready, InFlight: len(p.slots),
+		Warm: p.stats.warm.Load(), Cold: p.stats.cold.Load(),
+		Expired: p.stats.expired.Load(), Failed: p.stats.failed.Load(),
+	}
+}
+
+// Close destroys every jail of the pool and waits until they are gone.
+// Executions in flight end with an error.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.ready = nil
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+}

@@ -1,0 +1,140 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang/js"
+)
+
+func TestMain(m *testing.M) {
+	// The pool's jails run this test binary as their worker.
+	jail.Hook()
+	js.Hook()
+	os.Exit(m.Run())
+}
+
+func jsPool(t *testing.T, o PoolOptions, timeout time.Duration) *Pool {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("builds real jails with cgroup limits: needs root (CI runs as root)")
+	}
+	cfg := config.Default()
+	if timeout > 0 {
+		cfg.Sandbox.Timeout = config.Duration(timeout)
+	}
+	return NewPool(cfg, js.WarmProgram(js.Options{Heap: int64(cfg.Runtimes.JSHeap), Stack: cfg.Runtimes.JSStack}), o)
+}
+
+func job(t *testing.T, src string) []byte {
+	t.Helper()
+	b, err := json.Marshal(js.NewJob([]byte(src), "-", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// 200 executions at once on a pool of 4 (2 cores here): each gets its own
+// jail and its own answer, and when the pool is closed nothing is left: no
+// process, no cgroup, no goroutine.
+func TestPoolConcurrent(t *testing.T) {
+	goroutines := runtime.NumGoroutine()
+	p := jsPool(t, PoolOptions{Size: 4, InFlight: 8}, 0)
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			x, err := p.Run(ctx, job(t, fmt.Sprintf("console.log('n', %d);\nreturn { n: %d * 2 };", i, i)))
+			switch {
+			case err != nil:
+				errs <- err
+			case x.Outcome.Error != nil || string(x.Outcome.Result) != fmt.Sprintf(`{"n":%d}`, 2*i) ||
+				x.Stdout != fmt.Sprintf("n %d\n", i) || x.Result.ExitCode != 0:
+				errs <- fmt.Errorf("execution %d: %+v %+v stdout %q stderr %q", i, x.Result, x.Outcome, x.Stdout, x.Stderr)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := p.Stats()
+	if st.Warm+st.Cold != n || st.Failed != 0 || st.InFlight != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	t.Logf("stats after %d: %+v", n, st)
+	p.Close()
+	if st := p.Stats(); st.Ready != 0 {
+		t.Errorf("closed, %d jails still ready", st.Ready)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		procs, cgroups := workerProcs(), cgroupsOf(os.Getpid())
+		g := runtime.NumGoroutine()
+		if len(procs) == 0 && len(cgroups) == 0 && g <= goroutines+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind: processes %q, cgroups %q, goroutines %d (before: %d)", procs, cgroups, g, goroutines)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A warm jail's timeout starts with its work, not with its birth; an
+// execution that runs over it is killed like any other.
+func TestPoolTimeoutAndIdle(t *testing.T) {
+	p := jsPool(t, PoolOptions{Size: 1, Idle: 300 * time.Millisecond}, time.Second)
+	defer p.Close()
+	time.Sleep(1200 * time.Millisecond) // longer than the timeout: the ready jail must not have died of it
+	x, err := p.Run(context.Background(), job(t, "return 'ok'"))
+	if err != nil || string(x.Outcome.Result) != `"ok"` {
+		t.Fatalf("%v %+v", err, x)
+	}
+	x, err = p.Run(context.Background(), job(t, "for (;;) {}"))
+	if err != nil || x.Result.ExitCode != jail.ExitTimeout {
+		t.Fatalf("busy loop: %v %+v", err, x)
+	}
+	st := p.Stats()
+	if st.Expired == 0 {
+		t.Errorf("no ready jail expired after the idle time: %+v", st)
+	}
+}
+
+// workerProcs are the host's processes running as a JS worker.
+func workerProcs() []string {
+	ents, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(b), js.Worker+"\x00") {
+			found = append(found, e.Name())
+		}
+	}
+	return found
+}
+
+// cgroupsOf are the jail cgroups that the supervisor pid made.
+func cgroupsOf(pid int) []string {
+	var found []string
+	for depth := 0; depth <= 5; depth++ {
+		m, _ := filepath.Glob("/sys/fs/cgroup" + strings.Repeat("/*", depth) + fmt.Sprintf("/crucible-%d-*", pid))
+		found = append(found, m...)
+	}
+	return found
+}
