@@ -1,0 +1,132 @@
+// Command runtimes times a cold `crucible run hello.ts` (a fresh jail and
+// the embedded engine) against the same file run by `deno run` without any
+// jail, and against `python3 -c`, alternating the commands so that drift in
+// the machine's speed hits all alike. It prints medians, p95 and the ratio
+// to Deno. Then it times executions on a warm pool, inside this process.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang/js"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+const hello = `const greeting: string = "hello";
+console.log(greeting);
+export default { ok: true };
+`
+
+func main() {
+	// The pool's jails run this binary as their worker.
+	jail.Hook()
+	js.Hook()
+
+	crucible := flag.String("crucible", "crucible", "path of the crucible binary")
+	deno := flag.String("deno", "node_modules/.bin/deno", "path of the deno binary")
+	n := flag.Int("n", 100, "runs of each command")
+	warm := flag.Int("warm", 500, "executions on the warm pool")
+	flag.Parse()
+
+	dir, err := os.MkdirTemp("", "crucible-bench-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "hello.ts")
+	if err := os.WriteFile(file, []byte(hello), 0o644); err != nil {
+		fail(err)
+	}
+	cmds := map[string][]string{
+		"crucible run hello.ts": {*crucible, "run", file},
+		"deno run hello.ts":     {*deno, "run", "--no-config", "--no-prompt", "--quiet", file},
+		"python3 -c":            {"/usr/bin/python3", "-c", `print("hello")`},
+		"crucible exec true":    {*crucible, "exec", "--", "/bin/true"},
+	}
+	order := []string{"crucible run hello.ts", "deno run hello.ts", "python3 -c", "crucible exec true"}
+	for _, name := range order { // warm-up (Deno's cache too), and a check that each works
+		out, err := exec.Command(cmds[name][0], cmds[name][1:]...).CombinedOutput()
+		if err != nil || string(out) != "hello\n" && name != "crucible exec true" {
+			fail(fmt.Errorf("%s: %w\n%s", name, err, out))
+		}
+	}
+	times := map[string][]time.Duration{}
+	for i := 0; i < *n; i++ {
+		for _, name := range order {
+			start := time.Now()
+			if err := exec.Command(cmds[name][0], cmds[name][1:]...).Run(); err != nil {
+				fail(fmt.Errorf("%s: %w", name, err))
+			}
+			times[name] = append(times[name], time.Since(start))
+		}
+	}
+	fmt.Printf("%-22s %10s %10s %10s\n", "command", "median", "p95", "min")
+	for _, name := range order {
+		t := times[name]
+		slices.Sort(t)
+		fmt.Printf("%-22s %10s %10s %10s\n", name, pct(t, 50), pct(t, 95), t[0].Round(time.Microsecond))
+	}
+	c, d := times["crucible run hello.ts"], times["deno run hello.ts"]
+	fmt.Printf("ratio crucible run / deno run: median %.2f, p95 %.2f (%d runs each)\n",
+		float64(pct(c, 50))/float64(pct(d, 50)), float64(pct(c, 95))/float64(pct(d, 95)), *n)
+	benchPool(*warm)
+}
+
+// benchPool times tiny executions on a pool: one at a time with a jail
+// always ready (latency), then as many as the pool takes (throughput).
+func benchPool(n int) {
+	cfg := config.Default()
+	prog := js.WarmProgram(js.Options{Heap: int64(cfg.Runtimes.JSHeap), Stack: cfg.Runtimes.JSStack})
+	input, _ := json.Marshal(js.NewJob([]byte(hello), "hello.ts", true))
+	p := sandbox.NewPool(cfg, prog, sandbox.PoolOptions{Size: 2})
+	defer p.Close()
+	var lat []time.Duration
+	for i := 0; i < n; i++ {
+		for p.Stats().Ready == 0 { // latency with a jail ready, not the build
+			time.Sleep(time.Millisecond)
+		}
+		start := time.Now()
+		x, err := p.Run(context.Background(), input)
+		if err != nil || x.Outcome.Error != nil || x.Stdout != "hello\n" {
+			fail(fmt.Errorf("pool: %w %+v", err, x))
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	fmt.Printf("warm pool, one at a time: p50 %s, p99 %s, min %s (%d executions)\n", pct(lat, 50), pct(lat, 99), lat[0].Round(time.Microsecond), n)
+
+	p2 := sandbox.NewPool(cfg, prog, sandbox.PoolOptions{Size: 4, InFlight: 8})
+	defer p2.Close()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Go(func() {
+			if x, err := p2.Run(context.Background(), input); err != nil || x.Outcome.Error != nil {
+				fail(fmt.Errorf("pool: %w %+v", err, x))
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	fmt.Printf("warm pool, all at once (size 4, 8 in flight): %.0f executions/s (%d in %s)\n", float64(n)/d.Seconds(), n, d.Round(time.Millisecond))
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	return sorted[(len(sorted)-1)*p/100].Round(time.Microsecond)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
