@@ -135,12 +135,8 @@ func (p *Pool) Run(ctx context.Context, input []byte) (*PoolExec, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	out, err := lang.ParseOutcome(w.result.Bytes())
-	if err != nil {
-		out = &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
-	}
 	w.res.Duration = time.Since(start)
-	return &PoolExec{Result: w.res, Outcome: out, Stdout: w.stdout.String(), Stderr: w.stderr.String()}, nil
+	return &PoolExec{Result: w.res, Outcome: outcome(w.result.Bytes()), Stdout: w.stdout.String(), Stderr: w.stderr.String()}, nil
 }
 
 // take returns a ready jail, if one is, dropping any that died waiting.
@@ -187,9 +183,7 @@ func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
 	r, wr := io.Pipe()
 	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel, done: make(chan struct{})}
-	spec := JailSpec(&p.cfg.Sandbox, p.prog.Args, p.prog.Env, Options{Stdin: r, Stdout: &w.stdout, Stderr: &w.stderr})
-	spec.Self = p.prog.Self
-	spec.Result = &w.result
+	spec := programSpec(&p.cfg.Sandbox, p.prog, Options{Stdin: r, Stdout: &w.stdout, Stderr: &w.stderr}, &w.result)
 	spec.Begin = w.begin
 	ev := &audit.Execution{Exec: newID(), Command: p.prog.Args, Language: p.prog.Lang}
 	p.wg.Add(1)

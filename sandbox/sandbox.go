@@ -69,24 +69,35 @@ func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*
 	if src, ok := p.Files[p.Main]; ok {
 		ev.SourceHash = fmt.Sprintf("%x", sha256.Sum256(src))
 	}
-	spec := JailSpec(&cfg.Sandbox, p.Args, p.Env, o)
+	var result bytes.Buffer
+	res, err := run(ctx, cfg, programSpec(&cfg.Sandbox, p, o, &result), ev, o.Audit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, outcome(result.Bytes()), nil
+}
+
+// programSpec is the jail that runs a program, its runner's report going
+// to result.
+func programSpec(s *config.Sandbox, p *lang.Program, o Options, result io.Writer) *jail.Spec {
+	spec := JailSpec(s, p.Args, p.Env, o)
 	spec.ReadOnly = append(slices.Clone(spec.ReadOnly), p.ReadOnly...)
 	spec.Self = p.Self
 	for _, path := range slices.Sorted(maps.Keys(p.Files)) {
 		spec.Files = append(spec.Files, jail.File{Path: path, Data: p.Files[path]})
 	}
-	var result bytes.Buffer
-	spec.Result = &result
-	res, err := run(ctx, cfg, spec, ev, o.Audit)
-	if err != nil {
-		return nil, nil, err
-	}
-	out, err := lang.ParseOutcome(result.Bytes())
+	spec.Result = result
+	return spec
+}
+
+// outcome reads what a runner reported on its fd 3.
+func outcome(b []byte) *lang.Outcome {
+	out, err := lang.ParseOutcome(b)
 	if err != nil {
 		// The program wrote to fd 3 itself; what it wrote is its own affair.
-		out = &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
+		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
 	}
-	return res, out, nil
+	return out
 }
 
 // record writes an execution and its violations to the audit trail. A trail
