@@ -41,11 +41,8 @@ var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 // Program runs src, a program named like file (its extension and base name
 // only: "main.ts" or "main.js" for standard input or an odd name).
 func Program(src []byte, file string, ts bool, o Options) *lang.Program {
-	l, ext := lang.JavaScript, ".js"
-	if ts {
-		l, ext = lang.TypeScript, ".ts"
-	}
-	name := NewJob(src, file, ts).Name
+	l, ext := language(ts)
+	name := displayName(file, ts)
 	main := dir + "/main" + ext
 	return &lang.Program{
 		Lang: l,
@@ -74,15 +71,26 @@ type Job struct {
 
 // NewJob is src's job, named like file as Program would.
 func NewJob(src []byte, file string, ts bool) *Job {
-	l, ext := lang.JavaScript, ".js"
+	l, _ := language(ts)
+	return &Job{Source: string(src), Name: displayName(file, ts), Lang: l}
+}
+
+// language is ts's language and file extension.
+func language(ts bool) (string, string) {
 	if ts {
-		l, ext = lang.TypeScript, ".ts"
+		return lang.TypeScript, ".ts"
 	}
-	name := filepath.Base(file)
-	if !safeName.MatchString(name) {
-		name = "main" + ext
+	return lang.JavaScript, ".js"
+}
+
+// displayName is the program's name in stack traces: the file's base name,
+// or main.ts / main.js for standard input or an odd name.
+func displayName(file string, ts bool) string {
+	if name := filepath.Base(file); safeName.MatchString(name) {
+		return name
 	}
-	return &Job{Source: string(src), Name: name, Lang: l}
+	_, ext := language(ts)
+	return "main" + ext
 }
 
 // WarmProgram is a worker that readies its engine, then waits for its Job
