@@ -375,37 +375,23 @@ func (x *execution) kill() { _ = x.cmd.Process.Kill() }
 // and for everything it said on the control socket.
 func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-chan struct{}) {
 	if timeout > 0 {
-		var (
-			mu    sync.Mutex
-			timer *time.Timer
-			done  bool
-		)
-		arm := func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if !done {
-				timer = time.AfterFunc(timeout, func() { x.timedOut.Store(true); x.kill() })
-			}
-		}
 		exited := make(chan struct{})
-		if begin == nil {
-			arm()
-		} else {
-			go func() {
+		defer close(exited)
+		go func() {
+			if begin != nil {
 				select {
 				case <-begin:
-					arm()
 				case <-exited:
+					return
 				}
-			}()
-		}
-		defer func() {
-			close(exited)
-			mu.Lock()
-			defer mu.Unlock()
-			done = true
-			if timer != nil {
-				timer.Stop()
+			}
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				x.timedOut.Store(true)
+				x.kill()
+			case <-exited:
 			}
 		}()
 	}
