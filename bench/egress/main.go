@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cruciblehq/crucible/bench/internal/timing"
 )
 
 // client is the Python client, the same on both sides (only host and port
@@ -178,10 +180,10 @@ func main() {
 	slices.Sort(firstD)
 	fmt.Printf("GET, new connection each (%d requests per side, %d client runs, timed in the client):\n", len(getT), *rounds)
 	fmt.Printf("  %-8s %9s %9s %9s %28s\n", "", "p50", "p95", "min", "first, with lookup (median)")
-	fmt.Printf("  %-8s %6.3f ms %6.3f ms %6.3f ms %25.3f ms\n", "through", pctF(getT, 50), pctF(getT, 95), getT[0], pctF(firstT, 50))
-	fmt.Printf("  %-8s %6.3f ms %6.3f ms %6.3f ms %25.3f ms\n", "direct", pctF(getD, 50), pctF(getD, 95), getD[0], pctF(firstD, 50))
+	fmt.Printf("  %-8s %6.3f ms %6.3f ms %6.3f ms %25.3f ms\n", "through", timing.Pct(getT, 50), timing.Pct(getT, 95), getT[0], timing.Pct(firstT, 50))
+	fmt.Printf("  %-8s %6.3f ms %6.3f ms %6.3f ms %25.3f ms\n", "direct", timing.Pct(getD, 50), timing.Pct(getD, 95), getD[0], timing.Pct(firstD, 50))
 	fmt.Printf("  through - direct: p50 %+.3f ms, p95 %+.3f ms (goal: at most +0.3 ms)\n",
-		pctF(getT, 50)-pctF(getD, 50), pctF(getT, 95)-pctF(getD, 95))
+		timing.Pct(getT, 50)-timing.Pct(getD, 50), timing.Pct(getT, 95)-timing.Pct(getD, 95))
 
 	// Download throughput.
 	var dlT, dlD []float64
@@ -199,10 +201,10 @@ func main() {
 	slices.Sort(dlD)
 	slices.Sort(ratios)
 	fmt.Printf("\ndownload of %d MB (%d runs per side, median; MB = 10^6 bytes):\n", *size/1e6, *rounds)
-	fmt.Printf("  through %8.0f MB/s (min %.0f, max %.0f)\n", pctF(dlT, 50), dlT[0], dlT[len(dlT)-1])
-	fmt.Printf("  direct  %8.0f MB/s (min %.0f, max %.0f)\n", pctF(dlD, 50), dlD[0], dlD[len(dlD)-1])
+	fmt.Printf("  through %8.0f MB/s (min %.0f, max %.0f)\n", timing.Pct(dlT, 50), dlT[0], dlT[len(dlT)-1])
+	fmt.Printf("  direct  %8.0f MB/s (min %.0f, max %.0f)\n", timing.Pct(dlD, 50), dlD[0], dlD[len(dlD)-1])
 	fmt.Printf("  ratio through/direct: median of pairs %.2f (min %.2f, max %.2f) (goal: at least 0.8)\n",
-		pctF(ratios, 50), ratios[0], ratios[len(ratios)-1])
+		timing.Pct(ratios, 50), ratios[0], ratios[len(ratios)-1])
 
 	// Start-up cost of the network.
 	cmds := map[string][]string{
@@ -210,27 +212,13 @@ func main() {
 		"no network": {*crucible, "exec", "--config", noNet, "--", "/bin/true"},
 	}
 	order := []string{"network", "no network"}
-	times := map[string][]time.Duration{}
 	for _, name := range order { // warm-up, and a check that each works
 		run(cmds[name], nil)
 	}
-	for i := 0; i < *n; i++ {
-		for _, name := range order {
-			start := time.Now()
-			run(cmds[name], nil)
-			times[name] = append(times[name], time.Since(start))
-		}
-	}
+	times := timing.Alternate(order, *n, func(name string) { run(cmds[name], nil) })
 	fmt.Printf("\nstart-up, crucible exec -- /bin/true, whole process (%d runs each):\n", *n)
-	fmt.Printf("  %-11s %10s %10s %10s\n", "", "median", "p95", "min")
-	for _, name := range order {
-		t := times[name]
-		slices.Sort(t)
-		fmt.Printf("  %-11s %10s %10s %10s\n", name, pct(t, 50), pct(t, 95), t[0].Round(time.Microsecond))
-	}
-	w, wo := times["network"], times["no network"]
-	fmt.Printf("  ratio network/no network: median %.2f, p95 %.2f (goal: at most 1.3)\n",
-		float64(pct(w, 50))/float64(pct(wo, 50)), float64(pct(w, 95))/float64(pct(wo, 95)))
+	timing.Table("  ", 11, order, times)
+	fmt.Printf("  ratio network/no network: %s (goal: at most 1.3)\n", timing.Ratio(times["network"], times["no network"]))
 }
 
 // run runs cmd and, if v is not nil, decodes the last line of its stdout
@@ -252,14 +240,6 @@ func run(cmd []string, v any) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {
 		fail("%s: %v in %q\n%s", cmd[0], err, out, stderr.String())
 	}
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	return sorted[(len(sorted)-1)*p/100].Round(time.Microsecond)
-}
-
-func pctF(sorted []float64, p int) float64 {
-	return sorted[(len(sorted)-1)*p/100]
 }
 
 func check(err error) {

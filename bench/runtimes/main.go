@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cruciblehq/crucible/bench/internal/timing"
+
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang/js"
@@ -61,25 +63,13 @@ func main() {
 			fail(fmt.Errorf("%s: %w\n%s", name, err, out))
 		}
 	}
-	times := map[string][]time.Duration{}
-	for i := 0; i < *n; i++ {
-		for _, name := range order {
-			start := time.Now()
-			if err := exec.Command(cmds[name][0], cmds[name][1:]...).Run(); err != nil {
-				fail(fmt.Errorf("%s: %w", name, err))
-			}
-			times[name] = append(times[name], time.Since(start))
+	times := timing.Alternate(order, *n, func(name string) {
+		if err := exec.Command(cmds[name][0], cmds[name][1:]...).Run(); err != nil {
+			fail(fmt.Errorf("%s: %w", name, err))
 		}
-	}
-	fmt.Printf("%-22s %10s %10s %10s\n", "command", "median", "p95", "min")
-	for _, name := range order {
-		t := times[name]
-		slices.Sort(t)
-		fmt.Printf("%-22s %10s %10s %10s\n", name, pct(t, 50), pct(t, 95), t[0].Round(time.Microsecond))
-	}
-	c, d := times["crucible run hello.ts"], times["deno run hello.ts"]
-	fmt.Printf("ratio crucible run / deno run: median %.2f, p95 %.2f (%d runs each)\n",
-		float64(pct(c, 50))/float64(pct(d, 50)), float64(pct(c, 95))/float64(pct(d, 95)), *n)
+	})
+	timing.Table("", 22, order, times)
+	fmt.Printf("ratio crucible run / deno run: %s (%d runs each)\n", timing.Ratio(times["crucible run hello.ts"], times["deno run hello.ts"]), *n)
 	benchPool(*warm)
 }
 
@@ -104,7 +94,8 @@ func benchPool(n int) {
 		lat = append(lat, time.Since(start))
 	}
 	slices.Sort(lat)
-	fmt.Printf("warm pool, one at a time: p50 %s, p99 %s, min %s (%d executions)\n", pct(lat, 50), pct(lat, 99), lat[0].Round(time.Microsecond), n)
+	fmt.Printf("warm pool, one at a time: p50 %s, p99 %s, min %s (%d executions)\n",
+		timing.Pct(lat, 50).Round(time.Microsecond), timing.Pct(lat, 99).Round(time.Microsecond), lat[0].Round(time.Microsecond), n)
 
 	p2 := sandbox.NewPool(cfg, prog, sandbox.PoolOptions{Size: 4, InFlight: 8})
 	defer p2.Close()
@@ -120,10 +111,6 @@ func benchPool(n int) {
 	wg.Wait()
 	d := time.Since(start)
 	fmt.Printf("warm pool, all at once (size 4, 8 in flight): %.0f executions/s (%d in %s)\n", float64(n)/d.Seconds(), n, d.Round(time.Millisecond))
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	return sorted[(len(sorted)-1)*p/100].Round(time.Microsecond)
 }
 
 func fail(err error) {

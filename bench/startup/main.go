@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
-	"time"
+
+	"github.com/cruciblehq/crucible/bench/internal/timing"
 )
 
 func main() {
@@ -25,34 +25,18 @@ func main() {
 		"no jail": {"/bin/true"},
 	}
 	order := []string{"crucible", "bwrap", "no jail"}
-	times := map[string][]time.Duration{}
 	for _, name := range order { // warm-up, and a check that each works
 		if out, err := exec.Command(cmds[name][0], cmds[name][1:]...).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n%s", name, err, out)
 			os.Exit(1)
 		}
 	}
-	for i := 0; i < *n; i++ {
-		for _, name := range order {
-			start := time.Now()
-			if err := exec.Command(cmds[name][0], cmds[name][1:]...).Run(); err != nil {
-				fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-				os.Exit(1)
-			}
-			times[name] = append(times[name], time.Since(start))
+	times := timing.Alternate(order, *n, func(name string) {
+		if err := exec.Command(cmds[name][0], cmds[name][1:]...).Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+			os.Exit(1)
 		}
-	}
-	fmt.Printf("%-10s %10s %10s %10s\n", "command", "median", "p95", "min")
-	for _, name := range order {
-		t := times[name]
-		slices.Sort(t)
-		fmt.Printf("%-10s %10s %10s %10s\n", name, pct(t, 50), pct(t, 95), t[0].Round(time.Microsecond))
-	}
-	c, b := times["crucible"], times["bwrap"]
-	fmt.Printf("ratio crucible/bwrap: median %.2f, p95 %.2f (%d runs each)\n",
-		float64(pct(c, 50))/float64(pct(b, 50)), float64(pct(c, 95))/float64(pct(b, 95)), *n)
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	return sorted[(len(sorted)-1)*p/100].Round(time.Microsecond)
+	})
+	timing.Table("", 10, order, times)
+	fmt.Printf("ratio crucible/bwrap: %s (%d runs each)\n", timing.Ratio(times["crucible"], times["bwrap"]), *n)
 }
