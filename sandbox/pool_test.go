@@ -1,12 +1,14 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,17 +118,33 @@ func TestPoolTimeoutAndIdle(t *testing.T) {
 	}
 }
 
-// workerProcs are the host's processes running as a JS worker.
+// workerProcs are the JS workers of this process's jails: children of a
+// jail's init, itself a child of this process. (Other packages' tests run
+// workers of their own at the same time.)
 func workerProcs() []string {
 	ents, _ := os.ReadDir("/proc")
 	var found []string
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.HasPrefix(string(b), js.Worker+"\x00") {
+		if err == nil && strings.HasPrefix(string(b), js.Worker+"\x00") && parent(parent(e.Name())) == strconv.Itoa(os.Getpid()) {
 			found = append(found, e.Name())
 		}
 	}
 	return found
+}
+
+// parent is the parent pid of pid, "" if it is gone.
+func parent(pid string) string {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return ""
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
 }
 
 // cgroupsOf are the jail cgroups that the supervisor pid made.
