@@ -54,16 +54,37 @@ type Violation struct {
 // Kind implements Event.
 func (Violation) Kind() string { return "violation" }
 
+// maxPending bounds the encoded lines waiting to be written. Past it (a
+// disk that stalls, a flood of decisions) further lines are dropped and
+// counted, and the count is written as a [Dropped] line once the writer
+// catches up: the trail says that it lost lines, and how many.
+const maxPending = 8 << 20
+
 // Writer appends events to an io.Writer, one line each. It is safe for
 // concurrent use; a nil *Writer discards everything.
+//
+// Log never waits for the disk: it encodes the event and queues the line, and
+// a goroutine, running only while lines wait, writes them. Events are logged
+// from the sandbox network's packet path, which a slow disk must not stall.
 type Writer struct {
-	mu  sync.Mutex
 	w   io.Writer
 	now func() time.Time
+
+	mu      sync.Mutex
+	idle    sync.Cond // broadcast when the queue is written
+	queue   [][]byte  // encoded lines, in order
+	pending int       // their bytes
+	dropped int       // lines refused since the last Dropped line
+	writing bool      // a drain goroutine runs
+	err     error     // the first write error
 }
 
 // New writes events to w.
-func New(w io.Writer) *Writer { return &Writer{w: w, now: time.Now} }
+func New(w io.Writer) *Writer {
+	wr := &Writer{w: w, now: time.Now}
+	wr.idle.L = &wr.mu
+	return wr
+}
 
 // Open appends to the file at path, creating it readable by its owner only.
 // Close the Writer when done.
@@ -75,25 +96,65 @@ func Open(path string) (*Writer, error) {
 	return New(f), nil
 }
 
-// Close closes the underlying writer if it is an io.Closer.
+// Close writes what is queued, then closes the underlying writer if it is an
+// io.Closer. It returns the first error of either.
 func (w *Writer) Close() error {
+	err := w.Flush()
 	if c, ok := w.w.(io.Closer); ok {
-		return c.Close()
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
 	}
-	return nil
+	return err
 }
 
-// Log writes e as one line: {"time":..., "event": e.Kind(), ...e's fields}.
+// Flush waits until every line logged so far is written, and returns the
+// first write error the Writer has met.
+func (w *Writer) Flush() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.writing {
+		w.idle.Wait()
+	}
+	return w.err
+}
+
+// Log queues e as one line: {"time":..., "event": e.Kind(), ...e's fields}.
+// Its error is about e itself (it cannot be encoded); write errors are
+// Flush's and Close's.
 func (w *Writer) Log(e Event) error {
 	if w == nil {
 		return nil
 	}
+	line, err := w.encode(e)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending+len(line) > maxPending {
+		w.dropped++
+		return nil
+	}
+	w.queue = append(w.queue, line)
+	w.pending += len(line)
+	if !w.writing {
+		w.writing = true
+		go w.drain()
+	}
+	return nil
+}
+
+func (w *Writer) encode(e Event) ([]byte, error) {
 	fields, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("audit: encoding a %s event: %w", e.Kind(), err)
+		return nil, fmt.Errorf("audit: encoding a %s event: %w", e.Kind(), err)
 	}
 	if len(fields) < 2 || fields[0] != '{' {
-		return fmt.Errorf("audit: a %s event is not a JSON object", e.Kind())
+		return nil, fmt.Errorf("audit: a %s event is not a JSON object", e.Kind())
 	}
 	head, _ := json.Marshal(struct {
 		Time  string `json:"time"`
@@ -105,15 +166,58 @@ func (w *Writer) Log(e Event) error {
 		line = append(line, ',')
 	}
 	line = append(line, fields[1:]...) // without its opening brace
-	line = append(line, '\n')
+	return append(line, '\n'), nil
+}
 
+// drain writes the queue until it is empty, then ends.
+func (w *Writer) drain() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	// One write per line: with O_APPEND, lines of concurrent processes do
-	// not interleave.
-	_, err = w.w.Write(line)
-	return err
+	for len(w.queue) > 0 || w.dropped > 0 {
+		batch, dropped := w.queue, w.dropped
+		w.queue, w.pending, w.dropped = nil, 0, 0
+		w.mu.Unlock()
+		if dropped > 0 {
+			// The dropped lines came after the queued ones.
+			if line, err := w.encode(Dropped{Count: dropped}); err == nil {
+				batch = append(batch, line)
+			}
+		}
+		err := w.write(batch)
+		w.mu.Lock()
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+	}
+	w.writing = false
+	w.idle.Broadcast()
 }
+
+// write writes whole lines, several to a write up to 64 KiB: with O_APPEND
+// each write lands whole, so lines of concurrent processes do not
+// interleave.
+func (w *Writer) write(lines [][]byte) error {
+	var buf []byte
+	for i, l := range lines {
+		buf = append(buf, l...)
+		if len(buf) >= 64<<10 || i == len(lines)-1 {
+			if _, err := w.w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	return nil
+}
+
+// Dropped records that lines were lost: Count events were logged while the
+// queue was full.
+type Dropped struct {
+	Count int `json:"count"`
+}
+
+// Kind implements Event.
+func (Dropped) Kind() string { return "audit_dropped" }
 
 // Network records one decision of the sandbox's network: a DNS answer, a
 // connection allowed or refused, and a connection's end with its bytes.
