@@ -62,20 +62,33 @@ func NetworkPolicy(n *config.Network) (*netpolicy.Policy, error) {
 }
 
 // netLog is one execution's record of its network: each decision goes to
-// the audit trail, each refusal into the result's violations.
+// the audit trail, each refusal into the result's violations. Report is
+// called on the network stack's packet path: it only counts and queues.
 type netLog struct {
-	exec  string
 	audit *audit.Writer
 
 	mu         sync.Mutex
+	exec       string // the execution's id, once it has begun
 	lines      int
 	violations []jail.Violation
 	index      map[jail.Violation]int // by kind, host, port and reason
 }
 
+func newNetLog(w *audit.Writer) *netLog {
+	return &netLog{audit: w, index: map[jail.Violation]int{}}
+}
+
+// begin names the execution the decisions belong to. A warm jail's network
+// exists before its work; nothing in it runs, so nothing is decided, until
+// then.
+func (l *netLog) begin(exec string) {
+	l.mu.Lock()
+	l.exec = exec
+	l.mu.Unlock()
+}
+
 func (l *netLog) report(e egress.Event) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if !e.Allowed {
 		key := jail.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason}
 		if _, ok := l.index[key]; !ok && len(l.violations) >= maxNetViolations {
@@ -89,11 +102,16 @@ func (l *netLog) report(e egress.Event) {
 			l.violations = append(l.violations, key)
 		}
 	}
-	if l.audit == nil || l.lines >= maxNetAudit {
+	logIt := l.audit != nil && l.lines < maxNetAudit
+	if logIt {
+		l.lines++
+	}
+	exec := l.exec
+	l.mu.Unlock()
+	if !logIt {
 		return
 	}
-	l.lines++
-	ev := audit.Network{Exec: l.exec, Type: e.Kind, Name: e.Name, Port: e.Port,
+	ev := audit.Network{Exec: exec, Type: e.Kind, Name: e.Name, Port: e.Port,
 		Verdict: "deny", Reason: e.Reason, Rule: e.Rule, BytesOut: e.BytesOut, BytesIn: e.BytesIn}
 	if e.Allowed {
 		ev.Verdict = "allow"
@@ -115,7 +133,7 @@ func (l *netLog) result() []jail.Violation {
 
 // attachNetwork gives spec the network that n allows, if any, and returns
 // the log its decisions go to (nil without a network).
-func attachNetwork(spec *jail.Spec, n *config.Network, exec string, w *audit.Writer) (*netLog, error) {
+func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer) (*netLog, error) {
 	if !n.Enabled() {
 		return nil, nil
 	}
@@ -123,7 +141,7 @@ func attachNetwork(spec *jail.Spec, n *config.Network, exec string, w *audit.Wri
 	if err != nil {
 		return nil, err
 	}
-	log := &netLog{exec: exec, audit: w, index: map[jail.Violation]int{}}
+	log := newNetLog(w)
 	opts := egress.Options{
 		Policy: policy,
 		Report: log.report,

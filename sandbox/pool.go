@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -61,19 +60,21 @@ type poolCounters struct {
 	warm, cold, expired, failed atomic.Int64
 }
 
+// ErrPoolClosed is Run's error once the pool is closed.
+var ErrPoolClosed = errors.New("sandbox: the pool is closed")
+
 // warmJail is one jail of the pool, running from its birth.
 type warmJail struct {
+	x      *execution
 	born   time.Time
 	begin  chan struct{} // closed when its work arrives: its timeout starts
 	stdin  *io.PipeWriter
 	cancel context.CancelFunc
 
 	// Set when done is closed.
-	done           chan struct{}
-	res            *jail.Result
-	err            error
-	stdout, stderr bytes.Buffer
-	result         bytes.Buffer
+	done chan struct{}
+	res  *jail.Result
+	err  error
 }
 
 // NewPool starts a pool of jails that run prog with cfg, and fills it.
@@ -91,38 +92,37 @@ func NewPool(cfg *config.Config, prog *lang.Program, o PoolOptions) *Pool {
 	return p
 }
 
-// PoolExec is one execution's output, as a pool returns it.
-type PoolExec struct {
-	Result         *jail.Result
-	Outcome        *lang.Outcome
-	Stdout, Stderr string
+// Work is one execution for a pool's jail: the input its worker waits for,
+// and what the audit trail records of the program.
+type Work struct {
+	Input  []byte // the worker's stdin
+	Lang   string // the program's language
+	Source []byte // the program's source, recorded by its hash
 }
 
-// Run hands input (the worker's stdin) to a ready jail, or to a new one if
-// none is ready, and waits for the execution.
-func (p *Pool) Run(ctx context.Context, input []byte) (*PoolExec, error) {
+// Run hands work to a ready jail, or to a new one if none is ready, and
+// waits for the execution. Its output is captured into the Result.
+func (p *Pool) Run(ctx context.Context, work Work) (*Result, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	defer func() { <-p.slots }()
-	start := time.Now()
-	w := p.take()
-	if w == nil {
-		p.stats.cold.Add(1)
-		w = p.start()
-	} else {
-		p.stats.warm.Add(1)
+	w, err := p.take()
+	if err != nil {
+		return nil, err
 	}
+	defer p.wg.Done() // take counted this Run
 	// The replacement is built once this execution is done, not beside it:
 	// on a busy machine the two would share the cores.
 	defer p.refill()
 	defer w.cancel()
 
+	w.x.begin(programRecord(work.Lang, work.Source))
 	close(w.begin)
 	go func() {
-		_, _ = w.stdin.Write(input)
+		_, _ = w.stdin.Write(work.Input)
 		_ = w.stdin.Close()
 	}()
 	select {
@@ -130,30 +130,35 @@ func (p *Pool) Run(ctx context.Context, input []byte) (*PoolExec, error) {
 	case <-ctx.Done():
 		w.cancel()
 		<-w.done
-		return nil, ctx.Err()
+		return w.x.finish(nil, ctx.Err())
 	}
-	if w.err != nil {
-		return nil, w.err
-	}
-	w.res.Duration = time.Since(start)
-	return &PoolExec{Result: w.res, Outcome: outcome(w.result.Bytes()), Stdout: w.stdout.String(), Stderr: w.stderr.String()}, nil
+	return w.x.finish(w.res, w.err)
 }
 
-// take returns a ready jail, if one is, dropping any that died waiting.
-func (p *Pool) take() *warmJail {
+// take returns a ready jail, dropping any that died waiting, or starts one.
+// It counts the caller in p.wg, so that Close waits for it; on a closed pool
+// it returns ErrPoolClosed.
+func (p *Pool) take() (*warmJail, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrPoolClosed
+	}
+	p.wg.Add(1)
 	for len(p.ready) > 0 {
 		w := p.ready[0]
 		p.ready = p.ready[1:]
 		select {
 		case <-w.done: // it could not be built, or died: its error is counted
+			w.cancel()
 			continue
 		default:
-			return w
+			p.stats.warm.Add(1)
+			return w, nil
 		}
 	}
-	return nil
+	p.stats.cold.Add(1)
+	return p.start(), nil
 }
 
 // refill builds jails in the background until Size are ready or coming.
@@ -165,31 +170,37 @@ func (p *Pool) refill() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			w := p.start()
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.filling--
-			if p.closed {
-				w.cancel()
-				return
+			if !p.closed {
+				p.ready = append(p.ready, p.start())
 			}
-			p.ready = append(p.ready, w)
 		}()
 	}
 }
 
-// start starts a jail running the worker; it waits for its input.
+// start starts a jail running the worker, which waits for its input. The
+// caller holds p.mu and has seen the pool open, so the jail's goroutine is
+// counted in p.wg before Close can wait.
 func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
 	r, wr := io.Pipe()
 	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel, done: make(chan struct{})}
-	spec := programSpec(&p.cfg.Sandbox, p.prog, Options{Stdin: r, Stdout: &w.stdout, Stderr: &w.stderr}, &w.result)
-	spec.Begin = w.begin
-	ev := &audit.Execution{Exec: newID(), Command: p.prog.Args, Language: p.prog.Lang}
+	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit}, true)
+	w.x.spec.Begin = w.begin
+	// Attached here, not in the goroutine: Run's begin reads what attach
+	// sets. (It only compiles the policy; the network is built in the jail.)
+	if w.err = w.x.attach(&p.cfg.Network); w.err != nil {
+		p.stats.failed.Add(1)
+		_ = r.Close()
+		close(w.done)
+		return w
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		w.res, w.err = run(ctx, p.cfg, spec, ev, p.o.Audit)
+		w.res, w.err = jail.Run(ctx, w.x.spec)
 		var se *jail.SetupError
 		if errors.As(w.err, &se) {
 			p.stats.failed.Add(1)

@@ -3,7 +3,10 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang/js"
@@ -38,22 +42,29 @@ func jsPool(t *testing.T, o PoolOptions, timeout time.Duration) *Pool {
 	return NewPool(cfg, js.WarmProgram(js.Options{Heap: int64(cfg.Runtimes.JSHeap), Stack: cfg.Runtimes.JSStack}), o)
 }
 
-func job(t *testing.T, src string) []byte {
+func job(t *testing.T, src string) Work {
 	t.Helper()
 	b, err := json.Marshal(js.NewJob([]byte(src), "-", true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return Work{Input: b, Lang: "ts", Source: []byte(src)}
 }
 
-// 200 executions at once on a pool of 4 (2 cores here): each gets its own
+// stress runs the pool's concurrency test at full size (200 executions);
+// by default it runs 40, enough to keep every jail of the pool busy.
+var stress = flag.Bool("stress", false, "run the pool's stress test at full size")
+
+// 200 executions (-stress; 40 by default) at once on a pool of 4 (2 cores here): each gets its own
 // jail and its own answer, and when the pool is closed nothing is left: no
 // process, no cgroup, no goroutine.
 func TestPoolConcurrent(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	p := jsPool(t, PoolOptions{Size: 4, InFlight: 8}, 0)
-	const n = 200
+	n := 40
+	if *stress {
+		n = 200
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := range n {
@@ -64,9 +75,9 @@ func TestPoolConcurrent(t *testing.T) {
 			switch {
 			case err != nil:
 				errs <- err
-			case x.Outcome.Error != nil || string(x.Outcome.Result) != fmt.Sprintf(`{"n":%d}`, 2*i) ||
-				x.Stdout != fmt.Sprintf("n %d\n", i) || x.Result.ExitCode != 0:
-				errs <- fmt.Errorf("execution %d: %+v %+v stdout %q stderr %q", i, x.Result, x.Outcome, x.Stdout, x.Stderr)
+			case x.Error != nil || string(x.Result) != fmt.Sprintf(`{"n":%d}`, 2*i) ||
+				x.Stdout != fmt.Sprintf("n %d\n", i) || x.ExitCode != 0:
+				errs <- fmt.Errorf("execution %d: %+v", i, x)
 			}
 		})
 	}
@@ -76,7 +87,7 @@ func TestPoolConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 	st := p.Stats()
-	if st.Warm+st.Cold != n || st.Failed != 0 || st.InFlight != 0 {
+	if st.Warm+st.Cold != int64(n) || st.Failed != 0 || st.InFlight != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	t.Logf("stats after %d: %+v", n, st)
@@ -105,17 +116,94 @@ func TestPoolTimeoutAndIdle(t *testing.T) {
 	defer p.Close()
 	time.Sleep(1200 * time.Millisecond) // longer than the timeout: the ready jail must not have died of it
 	x, err := p.Run(context.Background(), job(t, "return 'ok'"))
-	if err != nil || string(x.Outcome.Result) != `"ok"` {
+	if err != nil || string(x.Result) != `"ok"` {
 		t.Fatalf("%v %+v", err, x)
 	}
 	x, err = p.Run(context.Background(), job(t, "for (;;) {}"))
-	if err != nil || x.Result.ExitCode != jail.ExitTimeout {
+	if err != nil || x.ExitCode != jail.ExitTimeout {
 		t.Fatalf("busy loop: %v %+v", err, x)
 	}
 	st := p.Stats()
 	if st.Expired == 0 {
 		t.Errorf("no ready jail expired after the idle time: %+v", st)
 	}
+}
+
+// The audit trail of a pool says what a one-shot execution's says: one
+// execution line per execution that ran (none for warm jails that never got
+// work), naming its language and source by hash, not the worker's argv,
+// and timed from its work's arrival, not from its jail's birth.
+func TestPoolAudit(t *testing.T) {
+	var buf syncBuffer
+	w := audit.New(&buf)
+	p := jsPool(t, PoolOptions{Size: 2, Audit: w}, 0)
+	for p.Stats().Ready < 2 { // both jails born and waiting
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a life longer than the work
+	const src = "console.log('hi'); return 1"
+	start := time.Now()
+	x, err := p.Run(context.Background(), job(t, src))
+	span := time.Since(start)
+	if err != nil || string(x.Result) != "1" {
+		t.Fatalf("%v %+v", err, x)
+	}
+	p.Close()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var execs []audit.Execution
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var head struct{ Event string }
+		_ = json.Unmarshal([]byte(line), &head)
+		if head.Event == "execution" {
+			var e audit.Execution
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatal(err)
+			}
+			execs = append(execs, e)
+		}
+	}
+	if len(execs) != 1 {
+		t.Fatalf("%d execution lines, want 1:\n%s", len(execs), buf.String())
+	}
+	e := execs[0]
+	if e.Language != "ts" || e.SourceHash != fmt.Sprintf("%x", sha256.Sum256([]byte(src))) || e.Command != nil || e.Error != "" {
+		t.Errorf("execution line %+v", e)
+	}
+	if e.DurationMS > span.Milliseconds() || x.DurationMS > span.Milliseconds() {
+		t.Errorf("duration %d ms (result %d ms), but Run took %d ms: the jail's idle life was counted", e.DurationMS, x.DurationMS, span.Milliseconds())
+	}
+}
+
+// A closed pool refuses work and starts no jail for it.
+func TestPoolRunAfterClose(t *testing.T) {
+	p := jsPool(t, PoolOptions{Size: 1}, 0)
+	p.Close()
+	if _, err := p.Run(context.Background(), job(t, "return 1")); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("Run after Close: %v, want ErrPoolClosed", err)
+	}
+	if procs := workerProcs(); len(procs) != 0 {
+		t.Errorf("workers running after Close: %v", procs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the audit writer's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // workerProcs are the JS workers of this process's jails: children of a

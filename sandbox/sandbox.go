@@ -34,7 +34,9 @@ var defaultEnv = map[string]string{
 	"USER":   jail.SandboxName,
 }
 
-// Options are one execution's streams and audit trail; nil means none.
+// Options are one execution's streams and audit trail. A nil Stdout or
+// Stderr is captured into the Result instead (up to the output limit); a nil
+// Stdin is empty; a nil Audit records nothing.
 type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -42,51 +44,128 @@ type Options struct {
 }
 
 // Exec runs args in a fresh jail configured by cfg.
-func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*jail.Result, error) {
-	ev := &audit.Execution{Exec: newID(), Command: args}
-	return run(ctx, cfg, JailSpec(&cfg.Sandbox, args, nil, o), ev, o.Audit)
+func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*Result, error) {
+	x := newExecution(jailSpec(&cfg.Sandbox, args, nil), o, false)
+	x.begin(audit.Execution{Command: args})
+	return x.run(ctx, cfg)
 }
 
-// run runs spec with the network cfg allows, and records the execution.
-func run(ctx context.Context, cfg *config.Config, spec *jail.Spec, ev *audit.Execution, w *audit.Writer) (*jail.Result, error) {
-	nl, err := attachNetwork(spec, &cfg.Network, ev.Exec, w)
+// Run runs a language runtime's program in a fresh jail configured by cfg;
+// the Result carries what its runner reported.
+func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*Result, error) {
+	x := newExecution(programSpec(&cfg.Sandbox, p), o, true)
+	x.begin(programRecord(p.Lang, p.Files[p.Main]))
+	return x.run(ctx, cfg)
+}
+
+// programRecord is what the audit trail says of a program: its language
+// and which source, by hash (the source itself may hold anything).
+func programRecord(language string, src []byte) audit.Execution {
+	return audit.Execution{Language: language, SourceHash: fmt.Sprintf("%x", sha256.Sum256(src))}
+}
+
+// execution is one jail's run, from its spec to its record. One-shot and
+// pooled executions take the same steps — newExecution, attach, begin,
+// finish — so that their results and audit lines cannot disagree; a pooled
+// one only takes them at other times (it is attached and started before
+// its work arrives, and begins when it does).
+type execution struct {
+	spec    *jail.Spec
+	audit   *audit.Writer
+	net     *netLog // nil without a network
+	program bool    // a runner reports on fd 3
+
+	stdout, stderr *bytes.Buffer // captured output, when the caller gave no writer
+	report         bytes.Buffer  // what the runner wrote on fd 3
+
+	ev    audit.Execution // set by begin
+	began time.Time
+}
+
+func newExecution(spec *jail.Spec, o Options, program bool) *execution {
+	x := &execution{spec: spec, audit: o.Audit, program: program}
+	spec.Stdin, spec.Stdout, spec.Stderr = o.Stdin, o.Stdout, o.Stderr
+	if o.Stdout == nil {
+		x.stdout = &bytes.Buffer{}
+		spec.Stdout = x.stdout
+	}
+	if o.Stderr == nil {
+		x.stderr = &bytes.Buffer{}
+		spec.Stderr = x.stderr
+	}
+	if program {
+		spec.Result = &x.report
+	}
+	return x
+}
+
+// attach gives the jail the network cfg allows, if any.
+func (x *execution) attach(n *config.Network) error {
+	var err error
+	x.net, err = attachNetwork(x.spec, n, x.audit)
+	return err
+}
+
+// begin marks the moment the execution's work starts: it gets its id, and
+// its duration counts from here (not from a warm jail's birth).
+func (x *execution) begin(ev audit.Execution) {
+	ev.Exec = newID()
+	x.ev, x.began = ev, time.Now()
+	if x.net != nil {
+		x.net.begin(ev.Exec)
+	}
+}
+
+// run attaches the network and runs the jail to its end: a one-shot
+// execution, begun already.
+func (x *execution) run(ctx context.Context, cfg *config.Config) (*Result, error) {
+	if err := x.attach(&cfg.Network); err != nil {
+		return x.finish(nil, err)
+	}
+	return x.finish(jail.Run(ctx, x.spec))
+}
+
+// finish turns the jail's result into the caller's, and records the
+// execution and its violations in the audit trail.
+func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	if err != nil {
-		record(w, ev, nil, err)
+		x.ev.Error = err.Error()
+		_ = x.audit.Log(x.ev)
 		return nil, err
 	}
-	res, err := jail.Run(ctx, spec)
-	if err == nil && nl != nil {
-		res.Violations = append(res.Violations, nl.result()...)
+	res.Duration = time.Since(x.began)
+	if x.net != nil {
+		res.Violations = append(res.Violations, x.net.result()...)
 	}
-	record(w, ev, res, err)
-	return res, err
+	for _, v := range res.Violations {
+		_ = x.audit.Log(audit.Violation{Exec: x.ev.Exec, Type: v.Kind, Syscall: v.Syscall, Host: v.Host, Port: v.Port, Count: v.Count, Reason: v.Reason})
+	}
+	x.ev.ExitCode, x.ev.Signal, x.ev.DurationMS = res.ExitCode, res.Signal, res.Duration.Milliseconds()
+	x.ev.LimitsHit, x.ev.Degraded = res.LimitsHit, res.Degraded
+	_ = x.audit.Log(x.ev)
+
+	out := newResult(res)
+	if x.stdout != nil {
+		out.Stdout = x.stdout.String()
+	}
+	if x.stderr != nil {
+		out.Stderr = x.stderr.String()
+	}
+	if x.program {
+		o := outcome(x.report.Bytes())
+		out.Result, out.Error = o.Result, o.Error
+	}
+	return out, nil
 }
 
-// Run runs a language runtime's program in a fresh jail configured by cfg,
-// and reads what its runner reported.
-func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*jail.Result, *lang.Outcome, error) {
-	ev := &audit.Execution{Exec: newID(), Command: p.Args, Language: p.Lang}
-	if src, ok := p.Files[p.Main]; ok {
-		ev.SourceHash = fmt.Sprintf("%x", sha256.Sum256(src))
-	}
-	var result bytes.Buffer
-	res, err := run(ctx, cfg, programSpec(&cfg.Sandbox, p, o, &result), ev, o.Audit)
-	if err != nil {
-		return nil, nil, err
-	}
-	return res, outcome(result.Bytes()), nil
-}
-
-// programSpec is the jail that runs a program, its runner's report going
-// to result.
-func programSpec(s *config.Sandbox, p *lang.Program, o Options, result io.Writer) *jail.Spec {
-	spec := JailSpec(s, p.Args, p.Env, o)
+// programSpec is the jail that runs a program.
+func programSpec(s *config.Sandbox, p *lang.Program) *jail.Spec {
+	spec := jailSpec(s, p.Args, p.Env)
 	spec.ReadOnly = append(slices.Clone(spec.ReadOnly), p.ReadOnly...)
 	spec.Self = p.Self
 	for _, path := range slices.Sorted(maps.Keys(p.Files)) {
 		spec.Files = append(spec.Files, jail.File{Path: path, Data: p.Files[path]})
 	}
-	spec.Result = result
 	return spec
 }
 
@@ -98,25 +177,6 @@ func outcome(b []byte) *lang.Outcome {
 		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
 	}
 	return out
-}
-
-// record writes an execution and its violations to the audit trail. A trail
-// that cannot be written does not fail the execution, which has happened.
-func record(w *audit.Writer, ev *audit.Execution, res *jail.Result, err error) {
-	if w == nil {
-		return
-	}
-	if err != nil {
-		ev.Error = err.Error()
-		_ = w.Log(ev)
-		return
-	}
-	for _, v := range res.Violations {
-		_ = w.Log(audit.Violation{Exec: ev.Exec, Type: v.Kind, Syscall: v.Syscall, Host: v.Host, Port: v.Port, Count: v.Count, Reason: v.Reason})
-	}
-	ev.ExitCode, ev.Signal, ev.DurationMS = res.ExitCode, res.Signal, res.Duration.Milliseconds()
-	ev.LimitsHit, ev.Degraded = res.LimitsHit, res.Degraded
-	_ = w.Log(ev)
 }
 
 // newID names one execution in the audit trail.
@@ -161,10 +221,10 @@ func checkPaths(s *config.Sandbox) error {
 	return nil
 }
 
-// JailSpec maps the sandbox section of the configuration onto a jail.Spec.
+// jailSpec maps the sandbox section of the configuration onto a jail.Spec.
 // The command's environment is defaultEnv, then progEnv (a runtime's), then
 // the configured variables.
-func JailSpec(s *config.Sandbox, args []string, progEnv map[string]string, st Options) *jail.Spec {
+func jailSpec(s *config.Sandbox, args []string, progEnv map[string]string) *jail.Spec {
 	env := maps.Clone(defaultEnv)
 	maps.Copy(env, progEnv)
 	maps.Copy(env, s.Env)
@@ -184,9 +244,6 @@ func JailSpec(s *config.Sandbox, args []string, progEnv map[string]string, st Op
 		Pids:          s.Pids,
 		CPUs:          s.CPUs,
 		MaxOutput:     int64(s.MaxOutput),
-		Stdin:         st.Stdin,
-		Stdout:        st.Stdout,
-		Stderr:        st.Stderr,
 		AllowDegraded: s.AllowDegraded,
 	}
 }
@@ -219,13 +276,11 @@ type Violation struct {
 	Reason  string `json:"reason"`
 }
 
-// NewResult assembles the caller's view of a jail result and its output.
-func NewResult(r *jail.Result, stdout, stderr string) *Result {
+// newResult is the caller's view of a jail's result.
+func newResult(r *jail.Result) *Result {
 	out := &Result{
 		ExitCode:   r.ExitCode,
 		Signal:     r.Signal,
-		Stdout:     stdout,
-		Stderr:     stderr,
 		Truncated:  r.Truncated,
 		DurationMS: r.Duration.Milliseconds(),
 		LimitsHit:  append([]string{}, r.LimitsHit...),

@@ -18,7 +18,7 @@ func TestJailSpec(t *testing.T) {
 	s := config.Default().Sandbox
 	s.Env = map[string]string{"MODE": "test", "HOME": "/tmp"}
 	s.RO = []string{"/opt/data"}
-	spec := JailSpec(&s, []string{"sh"}, map[string]string{"MODE": "prog", "DENO_DIR": "/tmp/d"}, Options{})
+	spec := jailSpec(&s, []string{"sh"}, map[string]string{"MODE": "prog", "DENO_DIR": "/tmp/d"})
 	want := []string{"DENO_DIR=/tmp/d", "HOME=/tmp", "LANG=C.UTF-8", "MODE=test",
 		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", "TMPDIR=/tmp", "USER=sandbox"}
 	if !slices.Equal(spec.Env, want) {
@@ -37,7 +37,7 @@ func TestJailSpec(t *testing.T) {
 		}
 	}
 	if defaultEnv["HOME"] != "/workspace" {
-		t.Error("JailSpec modified defaultEnv")
+		t.Error("jailSpec modified defaultEnv")
 	}
 }
 
@@ -82,7 +82,7 @@ func TestCheckPaths(t *testing.T) {
 // TestNetLogCap: endless distinct refusals are all counted, in a bounded
 // number of entries.
 func TestNetLogCap(t *testing.T) {
-	l := &netLog{index: map[jail.Violation]int{}}
+	l := newNetLog(nil)
 	const n = 10000
 	for i := range n {
 		l.report(egress.Event{Kind: egress.KindDNS, Name: fmt.Sprintf("x%d.evil.test", i), Reason: "not in the allowlist"})

@@ -78,7 +78,8 @@ func main() {
 func benchPool(n int) {
 	cfg := config.Default()
 	prog := js.WarmProgram(js.Options{Heap: int64(cfg.Runtimes.JSHeap), Stack: cfg.Runtimes.JSStack})
-	input, _ := json.Marshal(js.NewJob([]byte(hello), "hello.ts", true))
+	b, _ := json.Marshal(js.NewJob([]byte(hello), "hello.ts", true))
+	input := sandbox.Work{Input: b, Lang: "ts", Source: []byte(hello)}
 	p := sandbox.NewPool(cfg, prog, sandbox.PoolOptions{Size: 2})
 	defer p.Close()
 	var lat []time.Duration
@@ -88,7 +89,7 @@ func benchPool(n int) {
 		}
 		start := time.Now()
 		x, err := p.Run(context.Background(), input)
-		if err != nil || x.Outcome.Error != nil || x.Stdout != "hello\n" {
+		if err != nil || x.Error != nil || x.Stdout != "hello\n" {
 			fail(fmt.Errorf("pool: %w %+v", err, x))
 		}
 		lat = append(lat, time.Since(start))
@@ -103,7 +104,7 @@ func benchPool(n int) {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Go(func() {
-			if x, err := p2.Run(context.Background(), input); err != nil || x.Outcome.Error != nil {
+			if x, err := p2.Run(context.Background(), input); err != nil || x.Error != nil {
 				fail(fmt.Errorf("pool: %w %+v", err, x))
 			}
 		})

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
-	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -155,16 +153,15 @@ func runExec(ctx context.Context, args []string, env Env) int {
 		return ExitUsage
 	}
 
-	return execute(cfg, f.json, env.Stdin, env, func(st sandbox.Options) (*jail.Result, *lang.Outcome, error) {
-		res, err := sandbox.Exec(ctx, cfg, fs.Args(), st)
-		return res, nil, err
+	return execute(cfg, f.json, env.Stdin, env, func(st sandbox.Options) (*sandbox.Result, error) {
+		return sandbox.Exec(ctx, cfg, fs.Args(), st)
 	})
 }
 
 // execute runs one execution with the caller's streams (or, for --json,
-// buffers) and reports it: streamed output and notes on stderr, or one JSON
+// captured) and reports it: streamed output and notes on stderr, or one JSON
 // object. It returns crucible's exit code.
-func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func(sandbox.Options) (*jail.Result, *lang.Outcome, error)) int {
+func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func(sandbox.Options) (*sandbox.Result, error)) int {
 	st := sandbox.Options{Stdin: stdin, Stdout: env.Stdout, Stderr: env.Stderr}
 	warn(cfg, env)
 	if cfg.Audit.File != "" {
@@ -181,22 +178,17 @@ func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func
 		}()
 		st.Audit = w
 	}
-	var stdout, stderr bytes.Buffer
 	if asJSON {
-		st.Stdout, st.Stderr = &stdout, &stderr
+		st.Stdout, st.Stderr = nil, nil // captured into the result
 	}
-	res, outcome, err := run(st)
+	res, err := run(st)
 	if err != nil {
 		return execError(err, asJSON, env)
 	}
 	if asJSON {
-		out := sandbox.NewResult(res, stdout.String(), stderr.String())
-		if outcome != nil {
-			out.Result, out.Error = outcome.Result, outcome.Error
-		}
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false) // a stack's "<module>" stays readable
-		_ = enc.Encode(out)
+		_ = enc.Encode(res)
 		return res.ExitCode
 	}
 	report(res, &cfg.Sandbox, env)
@@ -231,7 +223,7 @@ func execError(err error, asJSON bool, env Env) int {
 
 // report tells a person at a terminal what the jail did besides running the
 // command: limits hit, output cut, operations denied, layers missing.
-func report(r *jail.Result, s *config.Sandbox, env Env) {
+func report(r *sandbox.Result, s *config.Sandbox, env Env) {
 	for _, l := range r.Degraded {
 		fmt.Fprintf(env.Stderr, "crucible: warning: ran without %s (allowed by --allow-degraded)\n", l)
 	}

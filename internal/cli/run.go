@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/cruciblehq/crucible/config"
-	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/lang/deno"
 	"github.com/cruciblehq/crucible/lang/js"
@@ -67,7 +66,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "crucible run: %v\n", err)
 		return ExitUsage
 	}
-	return execute(cfg, f.json, stdin, env, func(st sandbox.Options) (*jail.Result, *lang.Outcome, error) {
+	return execute(cfg, f.json, stdin, env, func(st sandbox.Options) (*sandbox.Result, error) {
 		return sandbox.Run(ctx, cfg, prog, st)
 	})
 }
