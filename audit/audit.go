@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -86,9 +87,12 @@ func New(w io.Writer) *Writer {
 	return wr
 }
 
-// Open appends to the file at path, creating it readable by its owner only.
-// Close the Writer when done.
+// Open appends to the file at path, creating it readable by its owner only,
+// and its directory if missing (likewise). Close the Writer when done.
 func Open(path string) (*Writer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("opening the audit log: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the audit log: %w", err)

@@ -163,6 +163,12 @@ type Sandbox struct {
 	// Default "": a fresh empty directory, removed afterwards. Otherwise an
 	// absolute path, not "/" and not in /proc, /sys or /dev.
 	Workspace string `yaml:"workspace"`
+	// UnsafeWorkspace lets Workspace be a directory through which the code
+	// would write as host root (one owned by root) or into the system or a
+	// home (/etc, /usr, /home, the invoking user's home, ...). Default
+	// false: such a workspace is refused. Every execution warns while it is
+	// on.
+	UnsafeWorkspace bool `yaml:"unsafe_workspace"`
 	// RO lists host paths bind-mounted read-only at the same path.
 	// Default none; each follows the rules of Workspace.
 	RO []string `yaml:"ro"`

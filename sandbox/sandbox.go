@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cruciblehq/crucible/audit"
@@ -33,6 +35,13 @@ var defaultEnv = map[string]string{
 	"TMPDIR": "/tmp",
 	"USER":   jail.SandboxName,
 }
+
+// ExitSetup is the exit code of an execution that could not be set up.
+const ExitSetup = jail.ExitSetup
+
+// SetupError says that a layer of the sandbox could not be set up, and how
+// to fix it. Its text is safe to show the model.
+type SetupError = jail.SetupError
 
 // Options are one execution's streams and audit trail. A nil Stdout or
 // Stderr is captured into the Result instead (up to the output limit); a nil
@@ -212,6 +221,9 @@ func checkPaths(s *config.Sandbox) error {
 		if real, err := filepath.EvalSymlinks(s.Workspace); err == nil && real != s.Workspace {
 			return fmt.Errorf("workspace: %s goes through a symbolic link; give the directory itself (%s)", s.Workspace, real)
 		}
+		if why := unsafeWorkspace(s.Workspace, fi); why != "" && !s.UnsafeWorkspace {
+			return fmt.Errorf("workspace: %s %s: the code would write there as its owner; give a directory of its own owned by an unprivileged user (chown), or set sandbox.unsafe_workspace (--unsafe-workspace) if you mean it", s.Workspace, why)
+		}
 	}
 	for _, p := range s.RO {
 		if _, err := os.Stat(p); err != nil {
@@ -219,6 +231,65 @@ func checkPaths(s *config.Sandbox) error {
 		}
 	}
 	return nil
+}
+
+// systemDirs are host directories that no workspace may be, or be above:
+// writing there (as the directory's owner: the workspace is bound idmapped)
+// changes the host itself.
+var systemDirs = []string{"/bin", "/boot", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
+	"/opt", "/run", "/sbin", "/srv", "/tmp", "/usr", "/var", "/var/tmp"}
+
+// unsafeWorkspace says why dir (whose Stat is fi) must not be a workspace
+// unless the operator insists, or "" if it may: owned by root, a system
+// directory or above one, or a home directory or above it.
+func unsafeWorkspace(dir string, fi os.FileInfo) string {
+	above := func(d string) bool { return d == dir || strings.HasPrefix(d, dir+"/") }
+	for _, d := range systemDirs {
+		if above(d) {
+			return "is a system directory"
+		}
+	}
+	for _, home := range homes() {
+		if above(home) {
+			return "is a home directory, or above one"
+		}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == 0 {
+		return "is owned by root"
+	}
+	return ""
+}
+
+// homes are the invoking user's home and every account's in /etc/passwd.
+func homes() []string {
+	var hs []string
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		hs = append(hs, filepath.Clean(h))
+	}
+	b, _ := os.ReadFile("/etc/passwd")
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Split(strings.TrimSpace(line), ":"); len(f) >= 6 && filepath.IsAbs(f[5]) && f[5] != "/" {
+			hs = append(hs, filepath.Clean(f[5]))
+		}
+	}
+	return hs
+}
+
+// Warnings are what cfg opens up that a person running it should hear of
+// before every execution.
+func Warnings(cfg *config.Config) []string {
+	var w []string
+	if cfg.Network.AllowAll {
+		w = append(w, "network.allow_all is on: the code may reach every public host (private and metadata addresses stay blocked)")
+	}
+	if s := &cfg.Sandbox; s.Workspace != "" && s.UnsafeWorkspace {
+		if fi, err := os.Stat(s.Workspace); err == nil {
+			if why := unsafeWorkspace(s.Workspace, fi); why != "" {
+				w = append(w, fmt.Sprintf("sandbox.unsafe_workspace is on: the workspace %s %s, and the code writes there as its owner", s.Workspace, why))
+			}
+		}
+	}
+	return w
 }
 
 // jailSpec maps the sandbox section of the configuration onto a jail.Spec.

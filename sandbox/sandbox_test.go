@@ -51,6 +51,16 @@ func TestDegradableLayersAgree(t *testing.T) {
 
 func TestCheckPaths(t *testing.T) {
 	dir := t.TempDir()
+	// A workspace owned by root is refused (see below): the good one belongs
+	// to nobody.
+	if err := os.Chown(dir, 65534, 65534); err != nil && os.Geteuid() == 0 {
+		t.Fatal(err)
+	}
+	rootOwned := t.TempDir()
+	if err := os.Chown(rootOwned, 0, 0); err != nil && os.Geteuid() == 0 {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
 	file := filepath.Join(dir, "f")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -69,13 +79,30 @@ func TestCheckPaths(t *testing.T) {
 		{"workspace missing", config.Sandbox{Workspace: filepath.Join(dir, "nope")}, "no such file"},
 		{"workspace file", config.Sandbox{Workspace: file}, "not a directory"},
 		{"workspace through a symlink", config.Sandbox{Workspace: link}, "symbolic link"},
+		{"workspace /etc", config.Sandbox{Workspace: "/etc"}, "system directory"},
+		{"workspace /usr", config.Sandbox{Workspace: "/usr"}, "system directory"},
+		{"workspace above /home", config.Sandbox{Workspace: "/home"}, "system directory"},
+		{"workspace ~", config.Sandbox{Workspace: home}, "home directory"},
+		{"workspace /etc, insisted", config.Sandbox{Workspace: "/etc", UnsafeWorkspace: true}, ""},
 		{"ro file", config.Sandbox{RO: []string{file}}, ""},
 		{"ro missing", config.Sandbox{RO: []string{filepath.Join(dir, "nope")}}, "no such file"},
+		{"ro /etc", config.Sandbox{RO: []string{"/etc"}}, ""},
 	} {
 		err := checkPaths(&tc.s)
 		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
 		}
+	}
+	if os.Geteuid() == 0 {
+		err := checkPaths(&config.Sandbox{Workspace: rootOwned})
+		if err == nil || !strings.Contains(err.Error(), "owned by root") {
+			t.Errorf("a root-owned workspace: %v", err)
+		}
+	}
+	cfg := config.Default()
+	cfg.Sandbox.Workspace, cfg.Sandbox.UnsafeWorkspace = "/etc", true
+	if w := Warnings(cfg); len(w) != 1 || !strings.Contains(w[0], "/etc is a system directory") {
+		t.Errorf("warnings %q", w)
 	}
 }
 

@@ -337,12 +337,7 @@ func dirNames(t *testing.T, dir string) []string {
 // side nothing outside the workspace was created or changed.
 func TestAttackHostWorkspaceEscape(t *testing.T) {
 	requireRoot(t)
-	ws := t.TempDir()
-	// Where the workspace cannot be idmapped, the command writes as host uid
-	// 2000001000: let it.
-	if err := os.Chmod(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	ws := hostWorkspace(t)
 	parent := filepath.Dir(ws)
 	watched := []string{"/etc/passwd", "/etc/shadow", "/etc/hostname", "/usr/bin/env"}
 	sums := map[string]string{}
@@ -385,10 +380,7 @@ ln /etc/ld.so.cache h3; echo "ln bound rc=$?"`, "--workspace", ws)
 // those bits.
 func TestAttackWorkspaceSetuid(t *testing.T) {
 	requireRoot(t)
-	ws := t.TempDir()
-	if err := os.Chmod(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	ws := hostWorkspace(t)
 	r := jailPy(t, `import os, shutil
 shutil.copy("/usr/bin/id", "/workspace/chmod")
 for name, f in (("chmod", lambda: os.chmod("/workspace/chmod", 0o6755)),
@@ -439,10 +431,7 @@ func TestAttackWorkspaceSymlinkPlant(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("s3cret-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ws := t.TempDir()
-	if err := os.Chmod(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	ws := hostWorkspace(t)
 	r := jailed(t, []string{"--workspace", ws}, "ln", "-s", secretDir, "/workspace/proj")
 	if r.ExitCode != 0 {
 		t.Fatalf("planting the link failed:\n%s", dump(r))

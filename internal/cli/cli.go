@@ -33,7 +33,7 @@ const usage = `crucible runs untrusted code in a fresh, fail-closed Linux sandbo
 
 Usage:
   crucible exec [flags] -- CMD [ARGS...]   run a command in a new jail
-  crucible run [flags] FILE|-              run a Python (or, with Deno, TS/JS) program in a new jail
+  crucible run [flags] FILE|-              run a TypeScript, JavaScript or Python program in a new jail
   crucible doctor                          check what this kernel supports
   crucible version                         print the version
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
-	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -34,7 +34,7 @@ type execFlags struct {
 	pids                                                          int
 	cpus                                                          float64
 	ro, env, degraded, allowNet                                   listFlag
-	json                                                          bool
+	json, unsafeWorkspace                                         bool
 }
 
 func (f *execFlags) register(fs *flag.FlagSet) {
@@ -46,6 +46,7 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.cpus, "cpus", d.CPUs, "CPU quota, in CPUs (fractions allowed)")
 	fs.StringVar(&f.tmpSize, "tmp-size", d.TmpSize.String(), "size of the private /tmp (and of the fresh /workspace)")
 	fs.StringVar(&f.workspace, "workspace", "", "host directory bound read-write at /workspace (default: a fresh empty one, removed afterwards)")
+	fs.BoolVar(&f.unsafeWorkspace, "unsafe-workspace", false, "allow a --workspace owned by root, or a system or home directory (the code writes there as its owner)")
 	fs.Var(&f.ro, "ro", "host `PATH` bound read-only at the same path (repeatable)")
 	fs.Var(&f.env, "env", "`K=V` added to the command's environment (repeatable)")
 	fs.StringVar(&f.maxOutput, "max-output", d.MaxOutput.String(), "per-stream output cap; the rest is dropped and reported")
@@ -86,6 +87,8 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 			s.CPUs = f.cpus
 		case "workspace":
 			s.Workspace, err = filepath.Abs(f.workspace)
+		case "unsafe-workspace":
+			s.UnsafeWorkspace = f.unsafeWorkspace
 		case "audit":
 			cfg.Audit.File, err = filepath.Abs(f.audit)
 		case "ro":
@@ -192,26 +195,39 @@ func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func
 		return res.ExitCode
 	}
 	report(res, &cfg.Sandbox, env)
+	if len(res.Result) > 0 && string(res.Result) != "null" {
+		// A program's value (its return, a module's default export), after
+		// its own output: as JSON, so that "1" and 1 stay apart.
+		var b bytes.Buffer
+		if json.Compact(&b, res.Result) != nil {
+			b.Reset()
+			b.Write(res.Result)
+		}
+		fmt.Fprintf(env.Stdout, "%s\n", b.Bytes())
+	}
 	return res.ExitCode
 }
 
 // warn tells the operator, before anything runs, what cfg opens up.
 func warn(cfg *config.Config, env Env) {
-	if cfg.Network.AllowAll {
-		fmt.Fprintln(env.Stderr, "crucible: warning: network.allow_all is on: the code may reach every public host (private and metadata addresses stay blocked)")
+	for _, w := range sandbox.Warnings(cfg) {
+		fmt.Fprintln(env.Stderr, "crucible: warning: "+w)
 	}
 }
 
 // execError prints why nothing ran, and returns the exit code for it.
 func execError(err error, asJSON bool, env Env) int {
-	code := jail.ExitSetup
-	if errors.Is(err, context.Canceled) {
-		code, err = 130, errors.New("interrupted: the jail was killed and removed")
+	code, name := sandbox.ExitSetup, "Error"
+	var se *sandbox.SetupError
+	switch {
+	case errors.Is(err, context.Canceled):
+		code, name, err = 130, "Interrupted", errors.New("interrupted: the jail was killed and removed")
+	case errors.As(err, &se):
+		name = "SetupError"
 	}
 	if asJSON {
-		obj := map[string]any{"error": map[string]string{"name": "SetupError", "message": err.Error()}}
-		var se *jail.SetupError
-		if errors.As(err, &se) {
+		obj := map[string]any{"error": map[string]string{"name": name, "message": err.Error()}}
+		if se != nil {
 			obj["layer"], obj["fix"] = se.Layer, se.Fix
 		}
 		b, _ := json.Marshal(obj)

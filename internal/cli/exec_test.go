@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -66,12 +68,42 @@ func TestExecUsageErrors(t *testing.T) {
 		{"exec", "--config", "/nonexistent/crucible.yaml", "--", "true"},
 		{"exec", "--ro", "/nonexistent/crucible-test", "--", "true"},
 		{"exec", "--workspace", "/etc/hostname", "--", "true"},
+		{"exec", "--workspace", "/etc", "--", "true"},
+		{"exec", "--workspace", "/", "--", "true"},
 		{"frobnicate"},
 	} {
 		code, _, errs := run(t, "", args...)
 		if code != ExitUsage || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line", args, code, errs)
 		}
+	}
+}
+
+// A workspace through which the code would write as host root is refused,
+// unless the operator insists, and then every execution says so.
+func TestExecUnsafeWorkspace(t *testing.T) {
+	requireRoot(t)
+	ws := t.TempDir() // owned by root, as the tests run
+	code, _, errs := run(t, "", "exec", "--workspace", ws, "--", "true")
+	if code != ExitUsage || !strings.Contains(errs, "owned by root") {
+		t.Errorf("root-owned workspace: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = run(t, "", "exec", "--workspace", ws, "--unsafe-workspace", "--", "sh", "-c", "touch /workspace/f")
+	if code != 0 || !strings.Contains(errs, "warning: sandbox.unsafe_workspace is on") {
+		t.Errorf("insisted: exit %d, stderr %q", code, errs)
+	}
+}
+
+// An execution that is interrupted is not called a setup failure.
+func TestExecInterruptedJSON(t *testing.T) {
+	requireRoot(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := Run(ctx, []string{"exec", "--json", "--", "true"}, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+	var r struct{ Error struct{ Name string } }
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != 130 || r.Error.Name != "Interrupted" {
+		t.Errorf("exit %d, stdout %q (%v), stderr %q", code, out.String(), err, errb.String())
 	}
 }
 

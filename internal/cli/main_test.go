@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang/js"
 	"github.com/cruciblehq/crucible/sandbox"
@@ -22,12 +23,26 @@ func TestMain(m *testing.M) {
 }
 
 // requireRoot skips tests that build real jails unless running as root, the
-// way CI runs them.
+// way CI runs them (where it fails instead).
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("builds real jails with cgroup limits: needs root (CI runs as root)")
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+}
+
+// hostWorkspace is a host directory to hand a jail as its workspace: owned by
+// an unprivileged user (nobody), since one owned by root is refused, and
+// writable by all, since where it cannot be idmapped the command writes as
+// host uid 2000001000.
+func hostWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.Chown(ws, 65534, 65534); err != nil {
+		t.Fatal(err)
 	}
+	if err := os.Chmod(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }
 
 // run runs the crucible CLI in process and returns its exit code and output.

@@ -33,7 +33,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var f execFlags
 	f.register(fs)
-	langName := fs.String("lang", "", "`ts, js, py or deno` (default: from the file's extension, else ts)")
+	langName := fs.String("lang", "", "the program's `language`: ts, js, py or deno (default: from the file's extension, else ts)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), runUsage)
 		fs.PrintDefaults()
@@ -41,16 +41,26 @@ func runRun(ctx context.Context, args []string, env Env) int {
 	if code, ok := parseFlags(fs, args, env); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() == 0 {
 		fmt.Fprintln(env.Stderr, "crucible run: want one FILE, or - for standard input (usage: crucible run [flags] FILE|-)")
 		return ExitUsage
+	}
+	// Flags may follow FILE too (crucible run prog.ts --json).
+	file := fs.Arg(0)
+	if rest := fs.Args()[1:]; len(rest) > 0 {
+		if code, ok := parseFlags(fs, rest, env); !ok {
+			return code
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(env.Stderr, "crucible run: %q after %s: a program takes no arguments (usage: crucible run [flags] FILE|- [flags])\n", fs.Arg(0), file)
+			return ExitUsage
+		}
 	}
 	cfg, err := f.load(fs)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "crucible run: %v\n", err)
 		return ExitUsage
 	}
-	file := fs.Arg(0)
 	l, err := lang.Detect(*langName, file)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "crucible run: --lang: %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -65,10 +66,30 @@ func TestRunFile(t *testing.T) {
 	}
 }
 
+// Flags may follow FILE; without --json, the program's value is printed
+// after its output, as JSON.
+func TestRunFlagsAfterFileAndResult(t *testing.T) {
+	requireRoot(t)
+	file := filepath.Join(t.TempDir(), "prog.py")
+	if err := os.WriteFile(file, []byte("import crucible\nprint('out')\ncrucible.result = {'n': 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "", "run", file)
+	if code != 0 || out != "out\n{\"n\":1}\n" {
+		t.Errorf("without --json: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	r := jsonRun(t, "", "run", file, "--json", "--timeout", "20s")
+	if r.ExitCode != 0 || r.Stdout != "out\n" || string(r.Result) != `{"n":1}` {
+		t.Errorf("flags after FILE: %+v", r)
+	}
+}
+
 func TestRunUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"run"},
 		{"run", "a.py", "b.py"},
+		{"run", "a.py", "--json", "b.py"},
+		{"run", "a.py", "-"},
 		{"run", "--lang", "ruby", "a.rb"},
 		{"run", "/nonexistent/prog.py"},
 	} {
@@ -79,18 +100,14 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
-// requireDeno puts the repository's node_modules/.bin (npm install) on PATH,
-// where `crucible run --lang deno` looks.
+// requireDeno checks that the repository's node_modules holds deno (npm
+// install; CI does), which `crucible run --lang deno` finds by itself from
+// this package's directory.
 func requireDeno(t *testing.T) {
 	t.Helper()
-	bin, err := filepath.Abs("../../node_modules/.bin")
-	if err != nil {
-		t.Fatal(err)
+	if _, err := exec.LookPath("../../node_modules/.bin/deno"); err != nil {
+		testenv.Missing(t, "no deno: run npm install at the repository's root")
 	}
-	if _, err := exec.LookPath(filepath.Join(bin, "deno")); err != nil {
-		t.Skip("no deno: run npm install at the repository's root (CI does)")
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 func TestRunDeno(t *testing.T) {

@@ -28,14 +28,16 @@ var runnerSource []byte
 var ErrNotFound = errors.New("no deno binary: install one (npm install deno) or set runtimes.deno in crucible.yaml")
 
 // Find returns the deno binary to use: configured if not empty, else "deno"
-// in PATH, else ./node_modules/.bin/deno. Symlinks are resolved, since the
-// binary is bound into the jail by its real path.
+// in PATH, else node_modules/.bin/deno in the current directory or the
+// nearest of its parents that has one (where `npm install deno` puts it, as
+// Node looks for packages). Symlinks are resolved, since the binary is bound
+// into the jail by its real path.
 func Find(configured string) (string, error) {
 	p := configured
 	if p == "" {
 		var err error
 		if p, err = exec.LookPath("deno"); err != nil {
-			p = filepath.Join("node_modules", ".bin", "deno")
+			p = inNodeModules()
 		}
 	}
 	real, err := filepath.EvalSymlinks(p)
@@ -50,6 +52,26 @@ func Find(configured string) (string, error) {
 		return "", ErrNotFound
 	}
 	return real, nil
+}
+
+// inNodeModules is node_modules/.bin/deno in the working directory or the
+// nearest parent that has one, or "" if none has.
+func inNodeModules() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		p := filepath.Join(dir, "node_modules", ".bin", "deno")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 // Program runs src, a module named like file (its extension tells Deno
