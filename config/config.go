@@ -233,11 +233,29 @@ func Default() *Config {
 	}
 }
 
+// Normalize puts c's host paths in their clean form (filepath.Clean: no
+// "//", "." or trailing "/"), so that a path set by hand (a command-line
+// flag) compares equal to the same path read from the file. It checks
+// nothing; Parse calls it after Validate (whose errors quote the paths as
+// written), and so should callers that set fields by hand.
+func (c *Config) Normalize() {
+	clean := func(p *string) {
+		if *p != "" {
+			*p = filepath.Clean(*p)
+		}
+	}
+	clean(&c.Sandbox.Workspace)
+	for i := range c.Sandbox.RO {
+		clean(&c.Sandbox.RO[i])
+	}
+	clean(&c.Runtimes.Python)
+	clean(&c.Runtimes.Deno)
+	clean(&c.Audit.File)
+}
+
 // Validate checks every bound, in field order, and returns the first violation
 // as a one-line error that starts with the key, e.g.
-// "sandbox.memory: must be at least 16MiB, not 1MiB". It also cleans the paths
-// in Workspace and RO in place, so callers that set fields by hand (such as
-// command-line flags) get the same result as the file.
+// "sandbox.memory: must be at least 16MiB, not 1MiB". It changes nothing.
 func (c *Config) Validate() error {
 	if err := c.Sandbox.validate(); err != nil {
 		return err
@@ -252,7 +270,6 @@ func (c *Config) Validate() error {
 		if strings.Contains(f, "\x00") || !filepath.IsAbs(f) {
 			return fieldErrorf("audit.file", "%s is not an absolute path", quote(f))
 		}
-		c.Audit.File = filepath.Clean(f)
 	}
 	return nil
 }
@@ -265,11 +282,9 @@ func (r *Runtimes) validate() error {
 		if *f.p == "" {
 			continue
 		}
-		p, err := hostPath(*f.p)
-		if err != nil {
+		if err := hostPath(*f.p); err != nil {
 			return fieldErrorf(f.key, "%v", err)
 		}
-		*f.p = p
 	}
 	if r.Python == "" {
 		return fieldErrorf("runtimes.python", "must not be empty")
@@ -303,18 +318,14 @@ func (s *Sandbox) validate() error {
 		return fieldErrorf("sandbox.tmp_size", "must be at least %v, not %v", minTmpSize, s.TmpSize)
 	}
 	if s.Workspace != "" {
-		p, err := hostPath(s.Workspace)
-		if err != nil {
+		if err := hostPath(s.Workspace); err != nil {
 			return fieldErrorf("sandbox.workspace", "%v", err)
 		}
-		s.Workspace = p
 	}
 	for i, p := range s.RO {
-		p, err := hostPath(p)
-		if err != nil {
+		if err := hostPath(p); err != nil {
 			return fieldErrorf(fmt.Sprintf("sandbox.ro[%d]", i), "%v", err)
 		}
-		s.RO[i] = p
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		path := mapPath("sandbox.env", k)
@@ -337,28 +348,28 @@ func (s *Sandbox) validate() error {
 	return nil
 }
 
-// hostPath cleans p and checks that it may be bind-mounted into a jail: an
-// absolute path that is neither the whole host nor one of the kernel's own
+// hostPath checks that p may be bind-mounted into a jail: an absolute path
+// that, once clean, is neither the whole host nor in one of the kernel's own
 // filesystems, whose host instances would hand the code other processes,
 // devices and kernel knobs. It does not resolve symlinks (the path may not
 // exist yet on this machine); the code that mounts must check what it opens.
-func hostPath(p string) (string, error) {
+func hostPath(p string) error {
 	if strings.Contains(p, "\x00") {
-		return "", fmt.Errorf("%s contains a NUL byte", quote(p))
+		return fmt.Errorf("%s contains a NUL byte", quote(p))
 	}
 	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("%s is not an absolute path", quote(p))
+		return fmt.Errorf("%s is not an absolute path", quote(p))
 	}
 	c := filepath.Clean(p)
 	if c == "/" {
-		return "", fmt.Errorf("%s is the host's root", quote(p))
+		return fmt.Errorf("%s is the host's root", quote(p))
 	}
 	for _, k := range []string{"/proc", "/sys", "/dev"} {
 		if c == k || strings.HasPrefix(c, k+"/") {
-			return "", fmt.Errorf("%s is inside %s, which must not be mounted into the sandbox", quote(p), k)
+			return fmt.Errorf("%s is inside %s, which must not be mounted into the sandbox", quote(p), k)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // Duration is a span of time, written as Go duration text: decimal numbers

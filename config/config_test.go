@@ -183,16 +183,17 @@ func TestLoadFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Sandbox{
-		Timeout:       Duration(90 * time.Second),
-		Memory:        1536 * MiB,
-		Pids:          256,
-		CPUs:          0.5,
-		TmpSize:       128 * MiB,
-		Workspace:     "/srv/crucible/work",
-		RO:            []string{"/opt/data", "/usr/share/dict"},
-		Env:           map[string]string{"LANG": "C.UTF-8", "_PRIVATE_FLAG": "1"},
-		MaxOutput:     4 * MiB,
-		AllowDegraded: []string{"landlock", "cgroup"},
+		Timeout:         Duration(90 * time.Second),
+		Memory:          1536 * MiB,
+		Pids:            256,
+		CPUs:            0.5,
+		TmpSize:         128 * MiB,
+		Workspace:       "/srv/crucible/work",
+		UnsafeWorkspace: true,
+		RO:              []string{"/opt/data", "/usr/share/dict"},
+		Env:             map[string]string{"LANG": "C.UTF-8", "_PRIVATE_FLAG": "1"},
+		MaxOutput:       4 * MiB,
+		AllowDegraded:   []string{"landlock", "cgroup"},
 	}
 	if !reflect.DeepEqual(c.Sandbox, want) {
 		t.Errorf("Load(full.yaml) =\n%+v\nwant\n%+v", c.Sandbox, want)
@@ -348,8 +349,9 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// Validate alone (as the CLI calls it after applying flags) names the key
-// without a file or line, and cleans paths.
+// Normalize and Validate alone (as the CLI calls them after applying flags):
+// paths are cleaned, and errors name the key without a file or line.
+// Validate changes nothing.
 func TestValidate(t *testing.T) {
 	c := Default()
 	c.Sandbox.RO = []string{"/opt//data/"}
@@ -357,6 +359,10 @@ func TestValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if c.Sandbox.RO[0] != "/opt//data/" || c.Sandbox.Workspace != "/tmp/ws/." {
+		t.Errorf("Validate changed the paths: %q %q", c.Sandbox.RO, c.Sandbox.Workspace)
+	}
+	c.Normalize()
 	if c.Sandbox.RO[0] != "/opt/data" || c.Sandbox.Workspace != "/tmp/ws" {
 		t.Errorf("paths not cleaned: %q %q", c.Sandbox.RO, c.Sandbox.Workspace)
 	}

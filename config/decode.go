@@ -50,6 +50,7 @@ func Parse(data []byte, name string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	c.Normalize()
 	return c, nil
 }
 

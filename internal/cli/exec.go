@@ -132,6 +132,7 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Normalize()
 	return cfg, sandbox.Check(cfg)
 }
 
