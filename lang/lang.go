@@ -1,17 +1,16 @@
 // Package lang turns a program's source into what runs it inside the jail:
 // a command, the files it needs (a small runner and the source), and the
-// host paths to bind. Each language lives in a subpackage; they all hand back
-// the program's result the same way, as one JSON object ([Outcome]) written to
-// the command's fd 3.
+// host paths to bind. Each language lives in a subpackage that registers
+// itself here ([Register]); they all hand back the program's result the same
+// way, as one JSON object ([Outcome]) written to the command's fd 3.
 //
-// It knows nothing of the jail's mechanics or of the config file.
+// It knows nothing of the jail's mechanics or of the config file: the
+// operator's settings arrive as [Settings].
 package lang
 
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"strings"
 )
 
 // Languages, as `crucible run --lang` names them.
@@ -45,25 +44,6 @@ type Error struct {
 	Name    string `json:"name"`
 	Message string `json:"message"`
 	Stack   string `json:"stack,omitempty"`
-}
-
-// Detect picks the language: the one named, else by the file's extension,
-// else TypeScript.
-func Detect(name, file string) (string, error) {
-	switch name {
-	case TypeScript, JavaScript, Python, Deno:
-		return name, nil
-	case "":
-	default:
-		return "", fmt.Errorf("unknown language %q (want ts, js, py or deno)", name)
-	}
-	switch strings.ToLower(filepath.Ext(file)) {
-	case ".py":
-		return Python, nil
-	case ".js", ".mjs", ".cjs":
-		return JavaScript, nil
-	}
-	return TypeScript, nil
 }
 
 // ParseOutcome reads what a runner wrote. Empty means the runner never got

@@ -25,8 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	// The pool's jails run this test binary as their worker.
-	jail.Hook()
-	js.Hook()
+	Hook()
 	os.Exit(m.Run())
 }
 

@@ -195,10 +195,10 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// Check reports what cfg asks for that cannot be: host paths that do not
+// CheckConfig reports what cfg asks for that cannot be: host paths that do not
 // exist (or a workspace that is not a directory) and network rules that do
 // not compile, so that the operator hears of a typo before any jail is built.
-func Check(cfg *config.Config) error {
+func CheckConfig(cfg *config.Config) error {
 	if err := checkPaths(&cfg.Sandbox); err != nil {
 		return err
 	}

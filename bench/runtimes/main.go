@@ -20,7 +20,6 @@ import (
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 
 	"github.com/cruciblehq/crucible/config"
-	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang/js"
 	"github.com/cruciblehq/crucible/sandbox"
 )
@@ -32,8 +31,7 @@ export default { ok: true };
 
 func main() {
 	// The pool's jails run this binary as their worker.
-	jail.Hook()
-	js.Hook()
+	sandbox.Hook()
 
 	crucible := flag.String("crucible", "crucible", "path of the crucible binary")
 	deno := flag.String("deno", "node_modules/.bin/deno", "path of the deno binary")

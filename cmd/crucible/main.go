@@ -8,14 +8,12 @@ import (
 	"syscall"
 
 	"github.com/cruciblehq/crucible/internal/cli"
-	"github.com/cruciblehq/crucible/jail"
-	"github.com/cruciblehq/crucible/lang/js"
+	"github.com/cruciblehq/crucible/sandbox"
 )
 
 func main() {
 	// The jail's child processes are this binary; they never return from here.
-	jail.Hook()
-	js.Hook()
+	sandbox.Hook()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})

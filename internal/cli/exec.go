@@ -133,7 +133,7 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 		return nil, err
 	}
 	cfg.Normalize()
-	return cfg, sandbox.Check(cfg)
+	return cfg, sandbox.CheckConfig(cfg)
 }
 
 func runExec(ctx context.Context, args []string, env Env) int {

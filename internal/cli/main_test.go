@@ -9,16 +9,13 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
-	"github.com/cruciblehq/crucible/jail"
-	"github.com/cruciblehq/crucible/lang/js"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
 func TestMain(m *testing.M) {
 	// The jail re-executes this test binary; its children start here.
-	jail.Hook()
-	compromisedWorker()
-	js.Hook()
+	compromisedWorker() // a test's stand-in for the worker, before the real one
+	sandbox.Hook()
 	os.Exit(m.Run())
 }
 
@@ -59,7 +56,7 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 func jsonRun(t *testing.T, stdin string, args ...string) *sandbox.Result {
 	t.Helper()
 	code, out, errs := run(t, stdin, args...)
-	if code == jail.ExitSetup {
+	if code == sandbox.ExitSetup {
 		t.Fatalf("%q: the jail was not set up:\n%s\n%s", args, out, errs)
 	}
 	var r sandbox.Result

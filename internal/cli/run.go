@@ -7,11 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/lang"
-	"github.com/cruciblehq/crucible/lang/deno"
-	"github.com/cruciblehq/crucible/lang/js"
-	"github.com/cruciblehq/crucible/lang/python"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -71,7 +67,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "crucible run: %v\n", err)
 		return ExitUsage
 	}
-	prog, err := program(l, src, file, cfg)
+	prog, err := sandbox.Program(cfg, l, src, file)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "crucible run: %v\n", err)
 		return ExitUsage
@@ -104,19 +100,4 @@ func readSource(file string, stdin io.Reader) (src []byte, progStdin io.Reader, 
 		return src, nil, nil
 	}
 	return src, stdin, nil
-}
-
-// program asks the language's runtime how to run src.
-func program(l string, src []byte, file string, cfg *config.Config) (*lang.Program, error) {
-	switch l {
-	case lang.Python:
-		return python.Program(src, cfg.Runtimes.Python), nil
-	case lang.Deno:
-		bin, err := deno.Find(cfg.Runtimes.Deno)
-		if err != nil {
-			return nil, err
-		}
-		return deno.Program(src, file, bin), nil
-	}
-	return js.Program(src, file, l == lang.TypeScript, js.Options{Heap: int64(cfg.Runtimes.JSHeap), Stack: cfg.Runtimes.JSStack}), nil
 }

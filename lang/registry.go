@@ -1,0 +1,111 @@
+package lang
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Settings are the operator's runtime settings, for the languages that need
+// them.
+type Settings struct {
+	Python  string // the python3 interpreter, a host path
+	Deno    string // the deno binary, a host path; "" finds one
+	JSHeap  int64  // the embedded engine's heap, in bytes
+	JSStack int    // its call depth, in frames
+}
+
+// Language is one language that `crucible run` offers, as its package
+// registers it.
+type Language struct {
+	Name       string   // as --lang names it: "ts", "py"
+	Extensions []string // the file extensions that pick it, in lower case: ".py"
+	// Program plans src, a program named like file ("-" for standard
+	// input), with the operator's settings.
+	Program func(src []byte, file string, s Settings) (*Program, error)
+	// Check says whether the language can run on this host, for `crucible
+	// doctor`: what it found, or why not and how to fix it.
+	Check func(s Settings) (detail string, err error)
+}
+
+// Default is the language of a program whose file names none.
+const Default = TypeScript
+
+var registry struct {
+	sync.RWMutex
+	langs map[string]Language
+}
+
+// Register adds a language; a package calls it from init. A second
+// language of the same name, or one claiming another's extension, is a
+// programming error and panics.
+func Register(l Language) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.langs == nil {
+		registry.langs = map[string]Language{}
+	}
+	if _, dup := registry.langs[l.Name]; dup || l.Program == nil {
+		panic("lang: bad or second registration of " + l.Name)
+	}
+	for _, other := range registry.langs {
+		for _, ext := range l.Extensions {
+			if slices.Contains(other.Extensions, ext) {
+				panic("lang: " + l.Name + " and " + other.Name + " both claim " + ext)
+			}
+		}
+	}
+	registry.langs[l.Name] = l
+}
+
+// Lookup returns the language registered under name.
+func Lookup(name string) (Language, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	l, ok := registry.langs[name]
+	return l, ok
+}
+
+// All returns every registered language, by name.
+func All() []Language {
+	registry.RLock()
+	defer registry.RUnlock()
+	var ls []Language
+	for _, name := range names() {
+		ls = append(ls, registry.langs[name])
+	}
+	return ls
+}
+
+// names are the registered languages' names, sorted; the caller holds the
+// lock.
+func names() []string {
+	var ns []string
+	for n := range registry.langs {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+// Detect picks the language: the one named, else the one whose extension
+// file has, else [Default].
+func Detect(name, file string) (string, error) {
+	registry.RLock()
+	defer registry.RUnlock()
+	if name != "" {
+		if _, ok := registry.langs[name]; !ok {
+			return "", fmt.Errorf("unknown language %q (want one of %s)", name, strings.Join(names(), ", "))
+		}
+		return name, nil
+	}
+	ext := strings.ToLower(filepath.Ext(file))
+	for _, l := range registry.langs {
+		if ext != "" && slices.Contains(l.Extensions, ext) {
+			return l.Name, nil
+		}
+	}
+	return Default, nil
+}

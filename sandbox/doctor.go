@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/egress"
+	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang"
+)
+
+// Check is one line of `crucible doctor`: a feature, whether this host has
+// it, and how to fix it when it does not.
+type Check = jail.Check
+
+// Statuses of a Check.
+const (
+	StatusOK      = jail.StatusOK
+	StatusMissing = jail.StatusMissing
+)
+
+// Diagnose checks what the sandbox needs of this host: each kernel feature,
+// then a real jail; as root, a jail with a network; and which languages can
+// run with cfg's runtimes (none of those is required).
+func Diagnose(ctx context.Context, cfg *config.Config) []Check {
+	checks := append(jail.Diagnose(ctx), networkCheck(ctx)...)
+	for _, l := range lang.All() {
+		c := Check{Feature: l.Name + " (crucible run)", Status: StatusOK}
+		if l.Check != nil {
+			if detail, err := l.Check(settings(&cfg.Runtimes)); err != nil {
+				c.Status, c.Detail, c.Fix = StatusMissing, "not found", err.Error()
+			} else {
+				c.Detail = detail
+			}
+		}
+		checks = append(checks, c)
+	}
+	return checks
+}
+
+// networkCheck builds a jail with a network and has it resolve an allowed
+// name: the tun device, the stack and its DNS, end to end. Nothing leaves
+// the machine: the sandbox's resolver answers by itself. Only root can give
+// a jail a network, so as another user there is nothing to try.
+func networkCheck(ctx context.Context) []Check {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	const name = "doctor.crucible.test"
+	c := Check{Feature: "network (jail)", Status: StatusMissing,
+		Fix: "see the network (tun) row (only needed for network rules: network.allow, --allow-net)"}
+	cfg := config.Default()
+	cfg.Network.Allow = []string{name}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	start := time.Now()
+	r, err := Exec(ctx, cfg, []string{"getent", "ahostsv4", name}, Options{Stdout: &out, Stderr: &out})
+	switch {
+	case err != nil:
+		c.Detail = err.Error()
+	case r.ExitCode != 0 || !synthetic(out.String()):
+		c.Detail = fmt.Sprintf("the jail's DNS did not answer (exit %d)", r.ExitCode)
+	default:
+		c.Status, c.Fix = StatusOK, ""
+		c.Detail = fmt.Sprintf("built a jail with a network; its DNS answered, in %s", time.Since(start).Round(time.Millisecond))
+	}
+	return []Check{c}
+}
+
+// synthetic reports whether getent's first answer is a sandbox address.
+func synthetic(getent string) bool {
+	f := strings.Fields(getent)
+	if len(f) == 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(f[0])
+	return err == nil && egress.Synthetic4.Contains(a)
+}
