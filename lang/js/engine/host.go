@@ -62,7 +62,7 @@ func (r *Runtime) registerHost() error {
 			r.settle(a)
 			return nil, nil
 		},
-		"url":        func(a []any) (any, error) { return parseURL(argString(a, 0), arg(a, 1)), nil },
+		"url":        func(a []any) (any, error) { return urlCall(a), nil },
 		"fetch":      r.startFetch,
 		"fetchAbort": func(a []any) (any, error) { r.fetch.abort(argInt(a, 0)); return nil, nil },
 		"body":       r.takeBody,

@@ -135,18 +135,21 @@
     remove: (p, o = {}) => { H.fs("remove", path(p), !!o.recursive); },
   }));
 
-  // URL: Go parses; the setters rebuild the href and parse it again.
-  const urlParse = (input, base) => {
-    const p = JSON.parse(H.url(String(input), base === undefined ? undefined : String(base)));
-    if (p.error) throw new TypeError(p.error);
-    for (const k of ["href", "protocol", "username", "password", "hostname", "port", "pathname", "search", "hash"]) p[k] ??= "";
+  // URL: Go parses and runs the setters (url.go, after the WHATWG URL
+  // Standard); the object keeps the attributes Go returns. A setter sends
+  // the href, which always parses back to the same URL, and the new value.
+  const { URLSearchParams } = g;
+  const usv = (v) => `${v}`.toWellFormed();
+  const urlCall = (...args) => {
+    const p = JSON.parse(H.url(...args));
+    if (p.error !== undefined) throw new TypeError(p.error);
     return p;
   };
   class URL {
     #p;
-    #params;
-    constructor(input, base) {
-      this.#p = urlParse(input instanceof URL ? input.href : input, base instanceof URL ? base.href : base);
+    #params = null;
+    constructor(input, base = undefined) {
+      this.#p = base === undefined ? urlCall(usv(input)) : urlCall(usv(input), usv(base));
     }
     static canParse(input, base) {
       try { new URL(input, base); return true; } catch { return false; }
@@ -154,48 +157,33 @@
     static parse(input, base) {
       try { return new URL(input, base); } catch { return null; }
     }
-    #rebuild(change, fromParams = false) {
-      const p = { ...this.#p, ...change };
-      const auth = p.username || p.password ? p.username + (p.password ? ":" + p.password : "") + "@" : "";
-      const host = p.hostname + (p.port ? ":" + p.port : "");
-      const search = p.search && !p.search.startsWith("?") ? "?" + p.search : p.search;
-      const hash = p.hash && !p.hash.startsWith("#") ? "#" + p.hash : p.hash;
-      const pathname = host && p.pathname && !p.pathname.startsWith("/") ? "/" + p.pathname : p.pathname;
-      this.#p = urlParse(p.protocol + (host ? "//" + auth + host : "") + pathname + search + hash);
-      if (!fromParams) this.#params = undefined;
-    }
+    #set(name, v) { this.#p = urlCall(this.#p.href, null, name, usv(v)); }
+    // The searchParams object stays the same; its list follows the query.
+    #queryChanged() { if (this.#params !== null) web.updateSearchParams(this.#params, this.#p.search); }
     get href() { return this.#p.href; }
-    set href(v) { this.#p = urlParse(v); this.#params = undefined; }
-    get origin() {
-      return /^(https?|wss?|ftp):$/.test(this.#p.protocol) ? this.#p.protocol + "//" + this.host : "null";
-    }
+    set href(v) { this.#p = urlCall(usv(v)); this.#queryChanged(); }
+    get origin() { return this.#p.origin; }
     get protocol() { return this.#p.protocol; }
-    set protocol(v) { this.#rebuild({ protocol: String(v).replace(/:.*$/, "") + ":" }); }
+    set protocol(v) { this.#set("protocol", v); }
     get username() { return this.#p.username; }
-    set username(v) { this.#rebuild({ username: encodeURIComponent(String(v)) }); }
+    set username(v) { this.#set("username", v); }
     get password() { return this.#p.password; }
-    set password(v) { this.#rebuild({ password: encodeURIComponent(String(v)) }); }
-    get host() { return this.#p.hostname + (this.#p.port ? ":" + this.#p.port : ""); }
-    set host(v) {
-      const m = /^([^:]*)(?::(\d*))?$/.exec(String(v));
-      if (m) this.#rebuild({ hostname: m[1], port: m[2] ?? this.#p.port });
-    }
+    set password(v) { this.#set("password", v); }
+    get host() { return this.#p.host; }
+    set host(v) { this.#set("host", v); }
     get hostname() { return this.#p.hostname; }
-    set hostname(v) { this.#rebuild({ hostname: String(v) }); }
+    set hostname(v) { this.#set("hostname", v); }
     get port() { return this.#p.port; }
-    set port(v) { this.#rebuild({ port: String(v) }); }
+    set port(v) { this.#set("port", v); }
     get pathname() { return this.#p.pathname; }
-    set pathname(v) { this.#rebuild({ pathname: String(v).replace(/[ "#<>?`{}]/g, encodeURIComponent) }); }
-    get search() { return this.#p.search.length > 1 ? this.#p.search : ""; }
-    set search(v) { this.#rebuild({ search: String(v) }); }
-    get hash() { return this.#p.hash.length > 1 ? this.#p.hash : ""; }
-    set hash(v) { this.#rebuild({ hash: String(v) }); }
+    set pathname(v) { this.#set("pathname", v); }
+    get search() { return this.#p.search; }
+    set search(v) { this.#set("search", v); this.#queryChanged(); }
+    get hash() { return this.#p.hash; }
+    set hash(v) { this.#set("hash", v); }
     get searchParams() {
-      if (!this.#params) {
-        const params = new URLSearchParams(this.search, () => {
-          const s = params.toString();
-          this.#rebuild({ search: s ? "?" + s : "" }, true);
-        });
+      if (this.#params === null) {
+        const params = new URLSearchParams(this.#p.search, () => this.#set("search", params.toString()));
         this.#params = params;
       }
       return this.#params;
