@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,6 +89,19 @@ func TestErrorLines(t *testing.T) {
 		{"const a = 1;\nlet b = ;\n", false, "SyntaxError", "main.js:2:"},
 		{"export default 1;\nreturn 2;\n", false, "SyntaxError", "main.js:2:"},
 		{"\n\nnull.x", false, "TypeError", "main.js:3:"},
+		// A sync throw at the top level: the wrapper's call of the program
+		// is no frame of the user's.
+		{"function f() {\n  throw new Error('x');\n}\nf();\n", false, "Error", "main.js:4:"},
+		{"class A { constructor() { null.x; } }\nnew A();", false, "TypeError", "main.js:2:"},
+		// Unterminated: at the end of the user's last line, not in the
+		// wrapper the script runs in.
+		{"const o = {\n  a: 1,\n", false, "SyntaxError", "main.js:2:8"},
+		{"const o: { a: number } = {\n  a: 1,\n\n\n", true, "SyntaxError", "main.ts:2:8"},
+		{"return 1;\nfoo(1,", false, "SyntaxError", "main.js:2:7"},
+		{"const s = `abc\n", false, "SyntaxError", "main.js:1:"},
+		// A stray brace would close the wrapper: it is the error.
+		{"foo();\n}\nbar();\n", false, "SyntaxError", "main.js:2:1"},
+		{"export const x = {\n", false, "SyntaxError", "main.js:1:19"},
 	} {
 		out, _ := run(t, tc.src, tc.ts, Options{})
 		if out.Error == nil || out.Error.Name != tc.name || !strings.Contains(out.Error.Stack, tc.want) {
@@ -96,7 +111,53 @@ func TestErrorLines(t *testing.T) {
 		if strings.Contains(out.Error.Stack, "<eval>") || strings.Contains(out.Error.Stack, "dispatch") {
 			t.Errorf("%q: the prelude shows in the stack:\n%s", tc.src, out.Error.Stack)
 		}
+		if out.Error.Name == "SyntaxError" && strings.Contains(out.Error.Message, `")"`) {
+			t.Errorf("%q: the message is about the wrapper: %s", tc.src, out.Error.Message)
+		}
+		checkLines(t, tc.src, out.Error.Stack)
 	}
+}
+
+// checkLines fails the test if stack names a line the source lacks.
+func checkLines(t *testing.T, src, stack string) {
+	t.Helper()
+	lines := strings.Count(strings.TrimRight(src, "\n"), "\n") + 1
+	for _, m := range framePos.FindAllStringSubmatch(stack, -1) {
+		if n, _ := strconv.Atoi(m[2]); n < 1 || n > lines {
+			t.Errorf("%q: line %d of %d in the stack:\n%s", src, n, lines, stack)
+		}
+	}
+}
+
+// An error that a host API raises after an await (a body that is not
+// JSON, a fetch that fails) carries the program's line of the call: the
+// engine alone would name no line of the program at all.
+func TestErrorAtCall(t *testing.T) {
+	for _, tc := range []struct{ src, name, want string }{
+		{"const r = new Response('{bad');\nconsole.log(1);\nawait r.json();\n", "SyntaxError", "main.js:3:"},
+		{"const f = async () => {\n  const r = new Response('');\n  return await r.json();\n};\nawait f();\n", "SyntaxError", "main.js:3:"},
+		{"\nawait fetch('http://127.0.0.1:1/');\n", "TypeError", "main.js:2:"},
+	} {
+		out, _ := run(t, tc.src, false, Options{HTTP: &http.Client{}})
+		if out.Error == nil || out.Error.Name != tc.name || !strings.Contains(out.Error.Stack, tc.want) {
+			t.Errorf("%q: error %+v, want %s at %s", tc.src, out.Error, tc.name, tc.want)
+			continue
+		}
+		checkLines(t, tc.src, out.Error.Stack)
+	}
+}
+
+// console shows an error's stack in the source's lines too.
+func TestConsoleStack(t *testing.T) {
+	src := "const a: number = 1;\n\ntry {\n  null.x;\n} catch (e) {\n  console.log(e);\n  console.error({ e });\n}\nconsole.trace('here');\n"
+	out, stdout := run(t, src, true, Options{})
+	if out.Error != nil {
+		t.Fatal(out.Error)
+	}
+	if strings.Count(stdout, "main.ts:4:") != 2 || !strings.Contains(stdout, "main.ts:9:") {
+		t.Errorf("want main.ts:4: twice and main.ts:9:\n%s", stdout)
+	}
+	checkLines(t, src, stdout)
 }
 
 func TestCorpus(t *testing.T) {

@@ -31,6 +31,12 @@ func (r *Runtime) registerHost() error {
 			_, _ = w.WriteString(argString(a, 1))
 			return nil, nil
 		},
+		"stack": func(a []any) (any, error) {
+			if r.prog == nil {
+				return "", nil
+			}
+			return r.prog.mapStack(argString(a, 0)), nil
+		},
 		"now": func([]any) (any, error) {
 			return float64(time.Since(start).Microseconds()) / 1000, nil
 		},

@@ -23,10 +23,11 @@ const (
 // program is what the engine runs: one ES module, and how to map its
 // positions back to the source the user wrote.
 type program struct {
-	name string // the module's name, as stack traces show it
-	code string
-	smap *sourceMap
-	skip int // lines the wrapper put before the source
+	name  string // the module's name, as stack traces show it
+	code  string
+	smap  *sourceMap
+	skip  int // lines the wrapper put before the source
+	lines int // the source's own
 }
 
 // transpile strips TypeScript's types (esbuild; no type checking) and picks
@@ -34,20 +35,22 @@ type program struct {
 func transpile(src, name string, ts bool) (*program, *lang.Error) {
 	p, serr := transform(scriptPrefix+src+scriptSuffix, name, ts)
 	if serr == nil {
-		p.skip = 1
+		p.skip, p.lines = 1, strings.Count(src, "\n")+1
 		return p, nil
 	}
 	p, merr := transform(src, name, ts)
 	if merr == nil {
 		return p, nil
 	}
-	// Neither form parses: report the error that came later in the source,
-	// since the other form stopped at what only its rival allows (an export,
-	// or a top-level return).
-	serr.line--
-	if serr.line > merr.line || serr.line == merr.line && serr.col > merr.col {
-		return nil, serr.langError(name)
-	}
+	// Neither form parses: report the module form's error. Both forms are
+	// ES modules, so the grammars differ only where the wrapper does: the
+	// script form also takes a top-level return, which esbuild accepts in a
+	// module too until the parse is over (it reports a syntax error first),
+	// and takes what the module form does not (an export) or cannot be
+	// (a stray "}" that closes the wrapper), or runs into the wrapper's end
+	// when the source ends too early. Each time the module form names the
+	// real mistake, where it is.
+	merr.clamp(src)
 	return nil, merr.langError(name)
 }
 
@@ -55,6 +58,18 @@ func transpile(src, name string, ts bool) (*program, *lang.Error) {
 type parseError struct {
 	msg       string
 	line, col int
+}
+
+// clamp moves a position past the source's last line that holds anything
+// (the end of the file, after blank lines) to the end of that line, where
+// the user looks for what is missing.
+func (e *parseError) clamp(src string) {
+	text := strings.TrimRight(src, " \t\r\n")
+	last := strings.Count(text, "\n") + 1
+	end := len(text) - strings.LastIndexByte(text, '\n') // 1-based column after the line
+	if e.line > last || e.line == last && e.col > end {
+		e.line, e.col = last, end
+	}
 }
 
 func (e *parseError) langError(name string) *lang.Error {
@@ -120,8 +135,8 @@ func (p *program) mapStack(stack string) string {
 		line, _ := strconv.Atoi(l[m[4]:m[5]])
 		col, _ := strconv.Atoi(l[m[6]:m[7]])
 		ol, oc, ok := p.smap.lookup(line, col)
-		if !ok || ol <= p.skip {
-			continue // the wrapper's own code
+		if !ok || ol <= p.skip || p.lines > 0 && ol > p.skip+p.lines {
+			continue // the wrapper's own code, before or after the source
 		}
 		out = append(out, l[:m[0]]+position(p.name, ol-p.skip, oc)+l[m[1]:])
 	}

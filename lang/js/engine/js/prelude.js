@@ -32,6 +32,14 @@
     return null;
   };
 
+  // An error raised after an await inside a host API (a body that is not
+  // JSON, a fetch that failed) has no frame of the program's: it takes
+  // those of the call, captured before the await (site, a new Error).
+  const atCall = (e, site) => {
+    if (e instanceof Error) define(e, "stack", site.stack);
+    return e;
+  };
+
   // Engine gaps: BigInt.asUintN is wrong from 32 bits when the top bit is
   // set (QuickJS returns the signed value); Array.fromAsync is missing.
   define(BigInt, "asUintN", function asUintN(bits, x) {
@@ -56,7 +64,8 @@
   });
 
   // console
-  const format = (args) => args.map((a) => (typeof a === "string" ? a : inspect(a))).join(" ") + "\n";
+  // Stacks shown in the source's own lines, without the prelude's frames.
+  const format = (args) => args.map((a) => (typeof a === "string" ? a : inspect(a, H.stack))).join(" ") + "\n";
   const counts = new Map();
   const times = new Map();
   const out = (...a) => H.write(1, format(a));
@@ -64,7 +73,10 @@
   define(g, "console", {
     log: out, info: out, debug: out, dir: (v) => out(v),
     warn: err, error: err,
-    trace: (...a) => H.write(2, format(["Trace:", ...a]) + (new Error().stack || "")),
+    trace: (...a) => {
+      const stack = H.stack(new Error().stack ?? "");
+      H.write(2, format(["Trace:", ...a]) + (stack && stack + "\n"));
+    },
     assert: (ok, ...a) => { if (!ok) err("Assertion failed" + (a.length ? ":" : ""), ...a); },
     count: (l = "default") => { const n = (counts.get(l) || 0) + 1; counts.set(l, n); out(`${l}: ${n}`); },
     countReset: (l = "default") => counts.delete(l),
@@ -234,7 +246,15 @@
       return b.bytes.slice();
     }
     async arrayBuffer() { return (await this.bytes()).buffer; }
-    async json() { return JSON.parse(await this.text()); }
+    async json() {
+      const site = new Error();
+      const text = await this.text();
+      try {
+        return JSON.parse(text);
+      } catch (e) {
+        throw atCall(e, site);
+      }
+    }
   }
   const methods = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
   class Request extends Body {
@@ -320,8 +340,9 @@
   define(g, "Request", Request);
   define(g, "Response", Response);
 
-  const pending = new Map(); // fetch id -> { resolve, reject }
+  const pending = new Map(); // fetch id -> { resolve, reject, site }
   define(g, "fetch", (input, init) => {
+    const site = new Error();
     try {
       const req = new Request(input, init);
       const signal = req.signal;
@@ -332,7 +353,7 @@
       else if (b && b.bytes) { wire.body = toLatin1(b.bytes); wire.binary = true; }
       const id = H.fetch(JSON.stringify(wire));
       return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
+        pending.set(id, { resolve, reject, site });
         signal?.addEventListener("abort", () => {
           if (pending.delete(id)) { H.fetchAbort(id); reject(signal.reason); }
         });
@@ -374,7 +395,7 @@
         if (!p) return;
         pending.delete(id);
         if (ok) p.resolve(fromHost(JSON.parse(payload), id));
-        else p.reject(new TypeError(payload));
+        else p.reject(atCall(new TypeError(payload), p.site));
         break;
       }
     }

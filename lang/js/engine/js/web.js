@@ -10,8 +10,10 @@
 //
 // and returns { inspect, updateSearchParams }:
 //
-//   inspect(value)   the text console.log prints for a value (Node-like);
-//                    it never throws.
+//   inspect(value, mapStack)
+//                    the text console.log prints for a value (Node-like);
+//                    it never throws. mapStack, if given, rewrites an
+//                    error's stack before it is shown.
 //   updateSearchParams(params, query)
 //                    replaces the list of a URLSearchParams with the parse of
 //                    query without calling its change hook, for a URL object
@@ -1726,7 +1728,8 @@
     const n = name === undefined ? "Error" : typeof name === "symbol" ? symbolToString(name) : `${name}`;
     const m = message === undefined ? "" : typeof message === "symbol" ? symbolToString(message) : `${message}`;
     const header = n === "" ? m : m === "" ? n : `${n}: ${m}`;
-    const stack = safeGet(err, "stack");
+    let stack = safeGet(err, "stack");
+    if (typeof stack === "string" && ctx.mapStack) stack = ctx.mapStack(stack);
     let text = header;
     if (typeof stack === "string" && stack.trim() !== "") {
       // QuickJS stacks hold only the frames; V8's start with the header.
@@ -1962,10 +1965,10 @@
     return reduce(output, base, open, close, ctx, depth, arrayLike, allNumbers);
   }
 
-  function inspect(value) {
+  function inspect(value, mapStack) {
     if (typeof value === "string") return value;
     try {
-      return formatValue(value, { seen: [], circular: new Map(), currentDepth: 0, budget: maxOutput }, 0);
+      return formatValue(value, { seen: [], circular: new Map(), currentDepth: 0, budget: maxOutput, mapStack }, 0);
     } catch {
       return "[Uninspectable]";
     }
