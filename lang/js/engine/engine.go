@@ -11,7 +11,6 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"embed"
 	"encoding/json"
@@ -37,7 +36,10 @@ type Options struct {
 	Heap  int64 // bytes the engine may allocate; 0 means DefaultHeap
 	Stack int   // call depth; 0 means DefaultStack
 
-	Stdout, Stderr io.Writer         // console's; nil means discard
+	// Stdout and Stderr are console's; nil means discard. Each console call
+	// is one Write, as it happens: what a program printed is out before
+	// whatever ends it (the jail's timeout or memory limit, a crash).
+	Stdout, Stderr io.Writer
 	Env            map[string]string // the program's env global, read-only
 
 	// Dirs maps the directories the program's fs may use (as it names
@@ -116,8 +118,6 @@ type Runtime struct {
 	vm       *quickjs.VM
 	prog     *program // set before run
 	o        Options
-	stdout   *bufio.Writer
-	stderr   *bufio.Writer
 	dispatch quickjs.Value // the prelude's: Go's way back into JavaScript
 
 	timers timers
@@ -151,11 +151,9 @@ func New(o Options) (_ *Runtime, err error) {
 	}
 	r := &Runtime{
 		vm: vm, o: o,
-		stdout: bufio.NewWriterSize(o.Stdout, 32<<10),
-		stderr: bufio.NewWriterSize(o.Stderr, 32<<10),
-		tasks:  make(chan func(), 16),
-		done:   make(chan struct{}),
-		files:  newFiles(o.Dirs),
+		tasks: make(chan func(), 16),
+		done:  make(chan struct{}),
+		files: newFiles(o.Dirs),
 	}
 	r.fetch.init()
 	defer func() {
@@ -243,9 +241,8 @@ func (r *Runtime) run(ctx context.Context, p *program) *lang.Outcome {
 			break
 		}
 	}
-	r.flush()
 	if ctx.Err() != nil {
-		return &lang.Outcome{Error: &lang.Error{Name: "TimeoutError", Message: "the program ran out of time and was stopped"}}
+		return &lang.Outcome{Error: timeoutError()}
 	}
 	if err != nil {
 		return &lang.Outcome{Error: r.jsError(err)}
@@ -269,7 +266,6 @@ func (r *Runtime) wait(ctx context.Context) error {
 	if ok && d <= 0 {
 		return r.fireTimer()
 	}
-	r.flush()
 	var due <-chan time.Time
 	if ok {
 		t := time.NewTimer(d)
@@ -293,11 +289,6 @@ func (r *Runtime) call(args ...any) error {
 	return err
 }
 
-func (r *Runtime) flush() {
-	_ = r.stdout.Flush()
-	_ = r.stderr.Flush()
-}
-
 // jsError turns an engine error into the program's error, in its own lines.
 func (r *Runtime) jsError(err error) *lang.Error {
 	var e *quickjs.Error
@@ -312,9 +303,15 @@ func (r *Runtime) programError(name, msg, stack string) *lang.Error {
 		name = "Error"
 	}
 	if name == "InternalError" && msg == "interrupted" {
-		return &lang.Error{Name: "TimeoutError", Message: "the program ran out of time and was stopped"}
+		return timeoutError()
 	}
 	return &lang.Error{Name: name, Message: msg, Stack: r.prog.mapStack(stack)}
+}
+
+// timeoutError is the outcome of a program stopped at its deadline. The
+// engine's interruption carries no stack to say where.
+func timeoutError() *lang.Error {
+	return &lang.Error{Name: "TimeoutError", Message: "the program ran out of time and was stopped"}
 }
 
 // shorten bounds a program-made string that goes into a message.

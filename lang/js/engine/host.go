@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"time"
 	"unicode/utf8"
@@ -24,11 +25,11 @@ func (r *Runtime) registerHost() error {
 	start := time.Now()
 	fns := map[string]quickjs.HostFunc{
 		"write": func(a []any) (any, error) {
-			w := r.stdout
+			w := r.o.Stdout
 			if argInt(a, 0) == 2 {
-				w = r.stderr
+				w = r.o.Stderr
 			}
-			_, _ = w.WriteString(argString(a, 1))
+			_, _ = io.WriteString(w, argString(a, 1))
 			return nil, nil
 		},
 		"stack": func(a []any) (any, error) {

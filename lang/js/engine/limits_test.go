@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cruciblehq/crucible/lang"
 )
 
 // A heap bomb gets a catchable "out of memory" at the heap limit; uncaught,
@@ -68,6 +70,44 @@ func TestDeadline(t *testing.T) {
 			t.Errorf("%q: %s %+v", src, out.Result, out.Error)
 		}
 	}
+}
+
+// Console output reaches its writer as it is made, not at the end: what a
+// program printed survives whatever kills its worker later (the jail's
+// timeout, its memory limit, a crash).
+func TestOutputWrittenThrough(t *testing.T) {
+	w := &signalWriter{got: make(chan string, 16)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan *lang.Outcome, 1)
+	go func() {
+		done <- Run(ctx, "console.log('start');\nconsole.error('err');\nfor (;;) {}\n", "main.js", false, Options{Stdout: w, Stderr: w})
+	}()
+	var got string
+	// Generous: only a broken engine waits this long.
+	deadline := time.After(time.Minute)
+	for got != "start\nerr\n" {
+		select {
+		case s := <-w.got:
+			got += s
+		case out := <-done:
+			t.Fatalf("the program ended: %+v; output %q", out.Error, got)
+		case <-deadline:
+			t.Fatalf("the output is still held back: %q", got)
+		}
+	}
+	cancel()
+	if out := <-done; out.Error == nil || out.Error.Name != "TimeoutError" {
+		t.Errorf("%+v", out.Error)
+	}
+}
+
+// signalWriter hands each write to the test as it happens.
+type signalWriter struct{ got chan string }
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.got <- string(p)
+	return len(p), nil
 }
 
 // A program that waits on nothing that will ever happen ends at once.
