@@ -633,7 +633,7 @@ func serve(t *testing.T, d *dnsServer) (net.Conn, <-chan error) {
 	return client, done
 }
 
-func wait(t *testing.T, done <-chan error) error {
+func awaitServe(t *testing.T, done <-chan error) error {
 	t.Helper()
 	select {
 	case err := <-done:
@@ -666,7 +666,7 @@ func TestServeStream(t *testing.T) {
 		}
 	}
 	client.Close()
-	if err := wait(t, done); err != nil {
+	if err := awaitServe(t, done); err != nil {
 		t.Errorf("serveStream after EOF = %v, want nil", err)
 	}
 }
@@ -692,7 +692,7 @@ func TestServeStreamEnds(t *testing.T) {
 				_, _ = client.Write(tc.send)
 				client.Close()
 			}()
-			if err := wait(t, done); (err != nil) != tc.wantErr {
+			if err := awaitServe(t, done); (err != nil) != tc.wantErr {
 				t.Errorf("serveStream = %v, want error %v", err, tc.wantErr)
 			}
 		})

@@ -23,32 +23,40 @@ var nlTimeout = unix.Timeval{Sec: 5}
 // gives it the jail's addresses, MTU and default routes, brings it and lo up,
 // and returns its non-blocking, close-on-exec fd. Each packet read from the fd
 // is one IP packet the jail sent, with no extra header.
+func openTun(netns *os.File, mtu uint32) (fd int, err error) {
+	fd, err = openIn(netns, func() (int, error) { return createTun(mtu) })
+	if err != nil {
+		return -1, fmt.Errorf("egress: %w", err)
+	}
+	return fd, nil
+}
+
+// openIn calls open in the network namespace netns and returns the fd it
+// opened there: a tun device or a socket, which keeps that namespace for
+// good.
 //
 // The work happens on a thread of its own, so the caller's thread never
 // changes namespace. If that thread cannot return to our namespace, it is
-// never reused: see openTunIn.
-func openTun(netns *os.File, mtu uint32) (fd int, err error) {
+// never reused: see openInLocked.
+func openIn(netns *os.File, open func() (int, error)) (int, error) {
 	type result struct {
 		fd  int
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		fd, err := openTunIn(netns, mtu)
+		fd, err := openInLocked(netns, open)
 		done <- result{fd, err}
 	}()
 	r := <-done
-	if r.err != nil {
-		return -1, fmt.Errorf("egress: %w", r.err)
-	}
-	return r.fd, nil
+	return r.fd, r.err
 }
 
-// openTunIn does openTun's work on the calling goroutine, which it locks to
-// its thread while that thread is in netns. If the thread cannot come back,
-// it stays locked: once the goroutine ends, the runtime then discards the
-// thread instead of running other goroutines in the jail's namespace.
-func openTunIn(netns *os.File, mtu uint32) (int, error) {
+// openInLocked does openIn's work on the calling goroutine, which it locks
+// to its thread while that thread is in netns. If the thread cannot come
+// back, it stays locked: once the goroutine ends, the runtime then discards
+// the thread instead of running other goroutines in the jail's namespace.
+func openInLocked(netns *os.File, open func() (int, error)) (int, error) {
 	runtime.LockOSThread()
 	// This thread's namespace, not the process's (/proc/self/ns/net is the
 	// main thread's): it is the one setns below replaces. unix.Open, unlike
@@ -65,7 +73,7 @@ func openTunIn(netns *os.File, mtu uint32) (int, error) {
 		runtime.UnlockOSThread()
 		return -1, fmt.Errorf("entering the jail's network namespace: %w", err)
 	}
-	fd, err := createTun(mtu)
+	fd, err := open()
 	if e := unix.Setns(self, unix.CLONE_NEWNET); e != nil {
 		if err == nil {
 			unix.Close(fd)

@@ -13,20 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
 const testMTU = 65520
 
+// needRoot skips t, or fails it under CI, unless it can create network
+// namespaces and look into them.
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.NeedRoot(t, "creates network namespaces and tun devices")
 	for _, tool := range []string{"unshare", "nsenter", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
-		}
+		testenv.NeedTool(t, tool)
 	}
 }
 
@@ -215,10 +214,7 @@ func TestOpenTun(t *testing.T) {
 // as its source.
 func TestOpenTunDataPath(t *testing.T) {
 	needRoot(t)
-	const python = "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs python3")
-	}
+	python := testenv.NeedTool(t, "python3")
 	ns, pid := newNetns(t)
 	fd, err := openTun(ns, testMTU)
 	if err != nil {

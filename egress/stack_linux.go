@@ -38,6 +38,7 @@ const (
 type Stack struct {
 	*proxy
 	s     *stack.Stack
+	link  stack.LinkEndpoint // the fdbased endpoint on fd
 	fd    int
 	names *names
 	dns   *dnsServer
@@ -86,17 +87,20 @@ func newStack(fd int, o *Options) (*Stack, error) {
 		MTU: cmp(o.MTU, defaultMTU),
 		// The kernel checked what it sends us; what we send, it checks,
 		// so we must compute it.
-		RXChecksumOffload:    true,
-		TXChecksumOffload:    false,
+		RXChecksumOffload: true,
+		TXChecksumOffload: false,
+		// One processor: packets are delivered on the reader's own
+		// goroutine, which Attach(nil) waits for. More would each run a
+		// goroutine that nothing waits for (see stop).
 		ProcessorsPerChannel: 1,
 	})
 	if err != nil {
 		s.Destroy()
 		return nil, fmt.Errorf("egress: link endpoint: %w", err)
 	}
+	st.link = ep
 	fail := func(what string, e tcpip.Error) (*Stack, error) {
-		s.Close()
-		s.Wait()
+		st.stop()
 		return nil, fmt.Errorf("egress: %s: %s", what, e)
 	}
 	if e := s.CreateNIC(nicID, ep); e != nil {
@@ -124,8 +128,7 @@ func newStack(fd int, o *Options) (*Stack, error) {
 	}
 	udpConn, err := gonet.DialUDP(s, &tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(Resolver.As4()), Port: 53}, nil, ipv4.ProtocolNumber)
 	if err != nil {
-		s.Close()
-		s.Wait()
+		st.stop()
 		return nil, fmt.Errorf("egress: resolver: %w", err)
 	}
 	st.udp = udpConn
@@ -135,13 +138,47 @@ func newStack(fd int, o *Options) (*Stack, error) {
 }
 
 // Close ends every connection, stops the stack and closes the tun device.
-// The jail's processes should be gone: it keeps nothing of theirs alive.
+// The jail's processes should be gone: it keeps nothing of theirs alive, and
+// while something floods the tun device, the stack's reader never sees that
+// it must stop (see stop).
 func (st *Stack) Close() error {
 	_ = st.udp.Close()
+	// First our own goroutines, while packets still flow: a handshake in
+	// progress (CreateEndpoint) waits for the jail's answer, which is the
+	// dead jail's kernel resetting it.
 	st.shutdown()
-	st.s.Close()
-	st.s.Wait() // also stops the link endpoint's readers
+	st.stop()
 	return unix.Close(st.fd)
+}
+
+// stop stops the stack and waits for its goroutines, after which nothing
+// reads or writes fd.
+//
+// The order matters, or Close can hang for good. The link endpoint's reader
+// (fdbased's dispatch loop) takes each packet up to the transport layer on
+// its own goroutine: with ProcessorsPerChannel 1, fdbased starts no
+// processor goroutines and delivers inline. There a segment of no
+// connection is answered with a reset (tcp's replyWithReset), which takes
+// the stack's lock (FindRoute, and FindNICNameFromID to write). stack.Wait
+// removes the NIC holding that lock, and nic.remove waits for the reader
+// (fdbased's Attach(nil), then Wait): a reader in the middle of a reset
+// and a Wait in the middle of removing the NIC wait for each other forever.
+//
+// So the reader is stopped first, with no lock of the stack held:
+// Attach(nil) signals it (an eventfd its poll watches, looked at once the
+// tun queue is empty) and waits until it has returned, its last packet and
+// reset included. Nothing else reads fd, so no packet from the jail enters
+// the stack after that, and no new endpoint appears while Close aborts the
+// registered ones. When Wait then removes the NIC, Attach(nil) finds no
+// dispatcher and does nothing, and Wait finds no reader to wait for. The
+// default queueing discipline (CreateNIC is given none) writes inline, with
+// no goroutine of its own to outlive Wait; our own goroutines are done
+// (shutdown) or never write (handleTCP). The caller closes fd only after
+// this, so that no write goes to a reused fd number.
+func (st *Stack) stop() {
+	st.link.Attach(nil)
+	st.s.Close()
+	st.s.Wait()
 }
 
 // serveDNS answers the jail's DNS over UDP.
@@ -172,7 +209,10 @@ func (st *Stack) handleUDP(r *udp.ForwarderRequest) bool {
 // handleTCP gets every new connection from the jail, in its own goroutine.
 func (st *Stack) handleTCP(r *tcp.ForwarderRequest) {
 	if !st.begin() {
-		r.Complete(true)
+		// Closing: nothing waits for this goroutine, so it must not write
+		// (a reset could reach fd after Close has closed it). The jail is
+		// gone; its SYN is dropped.
+		r.Complete(false)
 		return
 	}
 	defer st.wg.Done()
