@@ -169,8 +169,8 @@ func (d *dnsServer) appendAnswer(dst, q []byte) (resp []byte, ok bool) {
 	// Events carry the name as it may be shown: labels can hold any byte,
 	// escape sequences for the operator's terminal included.
 	show := shown(name)
-	if !d.policy.AllowsName(name) {
-		d.emit(Event{Kind: KindDNS, Name: show, Reason: show + " is not in the allowlist"})
+	if v := d.policy.DecideName(name); !v.Allow {
+		d.emit(Event{Kind: KindDNS, Name: show, Reason: v.Reason, Rule: v.Rule})
 		return r.build(dnsmessage.RCodeNameError)
 	}
 	v4, v6, ok := d.names.assign(name)

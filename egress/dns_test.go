@@ -333,16 +333,16 @@ func TestAnswer(t *testing.T) {
 				event: &Event{Kind: KindDNS, Name: "x.api.example.com", Reason: "x.api.example.com is not in the allowlist"}}},
 		{"root", msg{name: ".", typ: dnsmessage.TypeNS},
 			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: ".", Reason: ". is not in the allowlist"}}},
+				event: &Event{Kind: KindDNS, Name: ".", Reason: `"" is not a valid host name`}}},
 		{"reverse lookup", msg{name: "1.0.18.198.in-addr.arpa.", typ: dnsmessage.TypePTR},
 			want{rcode: dnsmessage.RCodeNameError, echo: true,
 				event: &Event{Kind: KindDNS, Name: "1.0.18.198.in-addr.arpa", Reason: "1.0.18.198.in-addr.arpa is not in the allowlist"}}},
 		{"non-printable name", msg{name: "a\x00b\n.example.net.", typ: dnsmessage.TypeA},
 			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: `"a\x00b\n.example.net"`, Reason: `"a\x00b\n.example.net" is not in the allowlist`}}},
+				event: &Event{Kind: KindDNS, Name: `"a\x00b\n.example.net"`, Reason: `"a\x00b\n.example.net" is not a valid host name`}}},
 		{"non-ASCII name not folded", msg{name: "\u212Aernel.example.org.", typ: dnsmessage.TypeA}, // KELVIN SIGN
 			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: `"\u212aernel.example.org"`, Reason: `"\u212aernel.example.org" is not in the allowlist`}}},
+				event: &Event{Kind: KindDNS, Name: `"\u212aernel.example.org"`, Reason: `"\u212aernel.example.org" is not a valid host name`}}},
 		{"MX is NODATA", msg{name: "api.example.com.", typ: dnsmessage.TypeMX},
 			want{rcode: dnsmessage.RCodeSuccess, echo: true}},
 		{"TXT is NODATA", msg{name: "api.example.com.", typ: dnsmessage.TypeTXT},
@@ -464,6 +464,53 @@ func TestAnswerGlibc(t *testing.T) {
 	}
 	if n := len(rec.take()); n != 2 {
 		t.Errorf("%d events, want 2 (one per query)", n)
+	}
+}
+
+// TestAnswerReasons checks that a name refused at DNS, the usual way a
+// program meets the policy, carries the reason a connection to it would get:
+// the operator's deny reason, or what is actually wrong with the name.
+func TestAnswerReasons(t *testing.T) {
+	rules := netpolicy.Rules{
+		Allow:       []string{"*.wild.test"},
+		Deny:        []string{"blocked.wild.test", "*.quiet.wild.test", "mail.wild.test:25"},
+		DenyReasons: map[string]string{"blocked.wild.test": "use the API instead"},
+	}
+	all := netpolicy.Rules{AllowAll: true, Deny: []string{"*.ru"}, DenyReasons: map[string]string{"*.ru": "no .ru for this task"}}
+	for _, tc := range []struct {
+		rules netpolicy.Rules
+		name  string
+		want  Event
+	}{
+		{rules, "blocked.wild.test.", Event{Kind: KindDNS, Name: "blocked.wild.test",
+			Reason: "use the API instead", Rule: "blocked.wild.test"}},
+		{rules, "BLOCKED.wild.test.", Event{Kind: KindDNS, Name: "blocked.wild.test",
+			Reason: "use the API instead", Rule: "blocked.wild.test"}},
+		{rules, "x.quiet.wild.test.", Event{Kind: KindDNS, Name: "x.quiet.wild.test",
+			Reason: "x.quiet.wild.test is denied by policy", Rule: "*.quiet.wild.test"}},
+		{rules, "other.test.", Event{Kind: KindDNS, Name: "other.test",
+			Reason: "other.test is not in the allowlist"}},
+		// Denied on one port only: DNS answers, and the connection decides.
+		{rules, "mail.wild.test.", Event{Kind: KindDNS, Allowed: true, Name: "mail.wild.test"}},
+		{all, "yandex.ru.", Event{Kind: KindDNS, Name: "yandex.ru", Reason: "no .ru for this task", Rule: "*.ru"}},
+		{all, "db.internal.", Event{Kind: KindDNS, Name: "db.internal",
+			Reason: "db.internal is not a public name, and only public names are allowed"}},
+		{all, "localhost.", Event{Kind: KindDNS, Name: "localhost",
+			Reason: "localhost is not a public name, and only public names are allowed"}},
+		{all, "1.0.0.127.in-addr.arpa.", Event{Kind: KindDNS, Name: "1.0.0.127.in-addr.arpa",
+			Reason: "1.0.0.127.in-addr.arpa is not a public name, and only public names are allowed"}},
+		{all, "example.com.", Event{Kind: KindDNS, Allowed: true, Name: "example.com"}},
+		{all, "a_b.example.com.", Event{Kind: KindDNS, Name: "a_b.example.com",
+			Reason: `"a_b.example.com" is not a valid host name`}},
+	} {
+		d, rec := newTestServer(t, tc.rules, 16)
+		r := mustParse(t, d.answer(msg{id: 7, name: tc.name, typ: dnsmessage.TypeA}.build(t)))
+		if want := map[bool]dnsmessage.RCode{true: dnsmessage.RCodeSuccess, false: dnsmessage.RCodeNameError}[tc.want.Allowed]; r.hdr.RCode != want {
+			t.Errorf("%s: rcode %v, want %v", tc.name, r.hdr.RCode, want)
+		}
+		if ev := rec.take(); len(ev) != 1 || ev[0] != tc.want {
+			t.Errorf("%s: events %+v, want %+v", tc.name, ev, tc.want)
+		}
 	}
 }
 
@@ -800,7 +847,7 @@ func checkResponse(t *testing.T, d *dnsServer, q, resp []byte) {
 		if got, ok := d.names.lookup(addr); !ok || got != want {
 			t.Fatalf("lookup(%v) = %q, %v; want %q", addr, got, ok, want)
 		}
-		if !d.policy.AllowsName(want) {
+		if !d.policy.DecideName(want).Allow {
 			t.Fatalf("answered %q, which the policy does not allow", want)
 		}
 	}

@@ -30,8 +30,10 @@ import (
 // Policy decides what the stack lets through. *netpolicy.Policy implements
 // it. It must be safe for concurrent use.
 type Policy interface {
-	// AllowsName reports whether DNS may answer for name.
-	AllowsName(name string) bool
+	// DecideName decides whether DNS may answer for name (lowercased,
+	// without the trailing dot). A refusal carries the reason, safe to show
+	// the model, and the rule a connection to the name would get.
+	DecideName(name string) netpolicy.Verdict
 	// Decide decides one connection.
 	Decide(ctx context.Context, req netpolicy.Request) netpolicy.Verdict
 	// AddressAllowed checks an address the stack resolved, or a literal

@@ -39,9 +39,14 @@ func FuzzCompile(f *testing.F) {
 		if v.Allow && v.Rule != rule {
 			t.Fatalf("Decide(%+v) under %q allowed by rule %q", req, rule, v.Rule)
 		}
-		// DNS must answer for every name a connection could be allowed to.
-		if _, err := netip.ParseAddr(name); err != nil && v.Allow && !allow.AllowsName(name) {
-			t.Fatalf("Decide(%+v) under %q allows, but AllowsName(%q) is false", req, rule, name)
+		// DNS must answer for every name a connection could be allowed to,
+		// and say why it refuses.
+		dv := allow.DecideName(name)
+		if dv.Allow == (dv.Reason != "") || len(dv.Reason) > 300 {
+			t.Fatalf("DecideName(%q) under %q = %+v: Reason must be set, and short, exactly when refused", name, rule, dv)
+		}
+		if _, err := netip.ParseAddr(name); err != nil && v.Allow && !dv.Allow {
+			t.Fatalf("Decide(%+v) under %q allows, but DecideName(%q) refuses: %+v", req, rule, name, dv)
 		}
 
 		// Deny wins over the same rule in Allow.
@@ -52,8 +57,10 @@ func FuzzCompile(f *testing.F) {
 		if v := both.Decide(ctx, req); v.Allow {
 			t.Fatalf("Decide(%+v) with %q in Allow and Deny = %+v", req, rule, v)
 		}
-		if !strings.Contains(rule[strings.LastIndexByte(rule, ']')+1:], ":") && both.AllowsName(name) {
-			t.Fatalf("AllowsName(%q) with port-less %q in Allow and Deny = true", name, rule)
+		if !strings.Contains(rule[strings.LastIndexByte(rule, ']')+1:], ":") {
+			if dv := both.DecideName(name); dv.Allow || (dv.Rule != "" && dv.Rule != rule) {
+				t.Fatalf("DecideName(%q) with port-less %q in Allow and Deny = %+v", name, rule, dv)
+			}
 		}
 	})
 }

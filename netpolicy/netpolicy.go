@@ -4,7 +4,7 @@
 //
 // It is for the userspace network stack: the stack maps a synthetic IP back to
 // the name it was handed out for and asks [Policy.Decide]; it answers DNS only
-// when [Policy.AllowsName] says so; and after resolving a name itself it
+// when [Policy.DecideName] says so; and after resolving a name itself it
 // checks each address with [Policy.AddressAllowed], so that an allowed name
 // resolving to a private or metadata address is still refused.
 //
@@ -174,7 +174,7 @@ func (p *Policy) Decide(ctx context.Context, req Request) Verdict {
 	}
 	name, err := normalizeName(req.Name)
 	if err != nil {
-		return Verdict{Reason: strconv.Quote(req.Name) + " is not a valid host name"}
+		return Verdict{Reason: invalidName(req.Name)}
 	}
 	target := name + ":" + strconv.Itoa(int(req.Port))
 	for i := range p.deny {
@@ -187,10 +187,7 @@ func (p *Policy) Decide(ctx context.Context, req Request) Verdict {
 			return Verdict{Allow: true, Rule: a.text}
 		}
 	}
-	if p.allowAll && publicName(name) {
-		return Verdict{Allow: true, Rule: AllowAllRule}
-	}
-	return Verdict{Reason: target + " is not in the allowlist"}
+	return p.decideAll(name, target)
 }
 
 func (p *Policy) decideAddr(a netip.Addr, port uint16) Verdict {
@@ -222,28 +219,53 @@ func (p *Policy) denied(d *rule, target string) Verdict {
 	return Verdict{Reason: target + " is denied by policy", Rule: d.text}
 }
 
-// AllowsName reports whether some port of name may be reached, so that DNS
-// answers only for names that could then be connected to. Literal addresses
-// and invalid names are never allowed.
-func (p *Policy) AllowsName(name string) bool {
-	if _, err := netip.ParseAddr(name); err == nil {
-		return false
-	}
-	name, err := normalizeName(name)
+// DecideName decides whether DNS may answer for name: it allows a name when
+// some port of it may be reached, so that DNS answers only for names that
+// could then be connected to, and refuses one with the reason (and rule) a
+// connection to it would get. Literal addresses and invalid names are
+// refused.
+func (p *Policy) DecideName(name string) Verdict {
+	n, err := normalizeName(name)
 	if err != nil {
-		return false
+		return Verdict{Reason: invalidName(name)}
 	}
 	for i := range p.deny {
-		if d := &p.deny[i]; d.ports == nil && d.matchName(name) {
-			return false
+		if d := &p.deny[i]; d.ports == nil && d.matchName(n) {
+			return p.denied(d, n)
 		}
 	}
 	for i := range p.allow {
-		if p.allow[i].matchName(name) {
-			return true
+		if a := &p.allow[i]; a.matchName(n) {
+			return Verdict{Allow: true, Rule: a.text}
 		}
 	}
-	return p.allowAll && publicName(name)
+	return p.decideAll(n, n)
+}
+
+// decideAll is the verdict on a normalized name that no rule covers; target
+// is what the reason names.
+func (p *Policy) decideAll(name, target string) Verdict {
+	switch {
+	case !p.allowAll:
+		return Verdict{Reason: target + " is not in the allowlist"}
+	case publicName(name):
+		return Verdict{Allow: true, Rule: AllowAllRule}
+	default:
+		// "Not in the allowlist" would be wrong: every public name is.
+		return Verdict{Reason: name + " is not a public name, and only public names are allowed"}
+	}
+}
+
+// invalidName is the reason a name that is not a valid host name is refused.
+// The name may hold any bytes (a DNS label can): it is quoted in ASCII, so
+// that no escape sequence or look-alike letter reaches a terminal, and cut
+// to a valid name's length.
+func invalidName(name string) string {
+	q := strconv.QuoteToASCII(name)
+	if len(q) > maxNameLen+2 {
+		q = q[:maxNameLen] + "..."
+	}
+	return q + " is not a valid host name"
 }
 
 // Host returns the address Rules.Hosts pins name to, if any.

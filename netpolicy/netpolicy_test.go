@@ -320,14 +320,14 @@ func TestAllowAll(t *testing.T) {
 		{"mail.example.com", 25, false, "mail.example.com:25", "mail.example.com:25 is denied by policy"},
 		{"evil.example.com", 443, false, "evil.example.com", "evil.example.com:443 is denied by policy"},
 		{"yandex.ru", 443, false, "*.ru", "no .ru for this task"},
-		// Not public names.
-		{"localhost", 443, false, "", "localhost:443 is not in the allowlist"},
-		{"com", 443, false, "", "com:443 is not in the allowlist"},
-		{"db.internal", 443, false, "", "db.internal:443 is not in the allowlist"},
-		{"printer.local", 443, false, "", "printer.local:443 is not in the allowlist"},
-		{"foo.localhost", 443, false, "", "foo.localhost:443 is not in the allowlist"},
-		{"1.0.0.127.in-addr.arpa", 443, false, "", "1.0.0.127.in-addr.arpa:443 is not in the allowlist"},
-		{"router.home.arpa", 80, false, "", "router.home.arpa:80 is not in the allowlist"},
+		// Not public names: the reason says so, not "not in the allowlist".
+		{"localhost", 443, false, "", "localhost is not a public name, and only public names are allowed"},
+		{"com", 443, false, "", "com is not a public name, and only public names are allowed"},
+		{"db.internal", 443, false, "", "db.internal is not a public name, and only public names are allowed"},
+		{"printer.local", 443, false, "", "printer.local is not a public name, and only public names are allowed"},
+		{"foo.localhost", 443, false, "", "foo.localhost is not a public name, and only public names are allowed"},
+		{"1.0.0.127.in-addr.arpa", 443, false, "", "1.0.0.127.in-addr.arpa is not a public name, and only public names are allowed"},
+		{"router.home.arpa", 80, false, "", "router.home.arpa is not a public name, and only public names are allowed"},
 		// No raw IP egress through AllowAll.
 		{"8.8.8.8", 443, false, "", "8.8.8.8:443 is not in the allowlist"},
 		{"2001:4860:4860::8888", 443, false, "", "[2001:4860:4860::8888]:443 is not in the allowlist"},
@@ -341,47 +341,83 @@ func TestAllowAll(t *testing.T) {
 	}
 }
 
-func TestAllowsName(t *testing.T) {
+func TestDecideName(t *testing.T) {
 	p, err := Compile(Rules{
-		Allow: []string{"api.github.com", "*.example.com", "pypi.org:8443", "93.184.215.14", "smtp.example.net:25"},
-		Deny:  []string{"evil.example.com", "*.secret.example.com", "smtp.example.net:25"},
+		Allow: []string{"api.github.com", "*.example.com", "pypi.org:8443", "93.184.215.14", "smtp.example.net:25", "*.wild.test"},
+		Deny:  []string{"evil.example.com", "*.secret.example.com", "smtp.example.net:25", "blocked.wild.test"},
+		DenyReasons: map[string]string{
+			"blocked.wild.test":   "use the API instead",
+			"smtp.example.net:25": "no mail",
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	const notAllowed = " is not in the allowlist"
 	tests := []struct {
 		name string
-		want bool
+		want Verdict
 	}{
-		{"api.github.com", true},
-		{"API.GITHUB.COM.", true},
-		{"pypi.org", true}, // on its one port
-		{"www.example.com", true},
-		{"example.com", false},
-		{"github.com", false},
-		{"evil.example.com", false},     // denied on every port
-		{"x.secret.example.com", false}, // likewise
-		{"smtp.example.net", true},      // denied on port 25 only: Decide refuses the connection
-		{"93.184.215.14", false},        // literal addresses are not names
-		{"", false},
-		{"api.github.com..", false},
-		{"*.example.com", false},
+		{"api.github.com", Verdict{Allow: true, Rule: "api.github.com"}},
+		{"API.GITHUB.COM.", Verdict{Allow: true, Rule: "api.github.com"}},
+		{"pypi.org", Verdict{Allow: true, Rule: "pypi.org:8443"}}, // on its one port
+		{"www.example.com", Verdict{Allow: true, Rule: "*.example.com"}},
+		{"example.com", Verdict{Reason: "example.com" + notAllowed}},
+		{"github.com", Verdict{Reason: "github.com" + notAllowed}},
+		// Denied on every port: the deny rule's reason, as a connection gets.
+		{"evil.example.com", Verdict{Reason: "evil.example.com is denied by policy", Rule: "evil.example.com"}},
+		{"x.secret.example.com", Verdict{Reason: "x.secret.example.com is denied by policy", Rule: "*.secret.example.com"}},
+		{"blocked.wild.test", Verdict{Reason: "use the API instead", Rule: "blocked.wild.test"}},
+		{"Blocked.Wild.Test.", Verdict{Reason: "use the API instead", Rule: "blocked.wild.test"}},
+		{"other.wild.test", Verdict{Allow: true, Rule: "*.wild.test"}},
+		// Denied on port 25 only: DNS answers, and Decide refuses the connection.
+		{"smtp.example.net", Verdict{Allow: true, Rule: "smtp.example.net:25"}},
+		// Literal addresses are not names.
+		{"93.184.215.14", Verdict{Reason: `"93.184.215.14" is not a valid host name`}},
+		{"2001:db8::1", Verdict{Reason: `"2001:db8::1" is not a valid host name`}},
+		{"", Verdict{Reason: `"" is not a valid host name`}},
+		{"api.github.com..", Verdict{Reason: `"api.github.com.." is not a valid host name`}},
+		{"*.example.com", Verdict{Reason: `"*.example.com" is not a valid host name`}},
+		// Any bytes a DNS label can hold come back escaped.
+		{"\u212Aernel.example.com", Verdict{Reason: `"\u212aernel.example.com" is not a valid host name`}}, // KELVIN SIGN
+		{"a\x1b[2Jb.example.com", Verdict{Reason: `"a\x1b[2Jb.example.com" is not a valid host name`}},
 	}
 	for _, tt := range tests {
-		if got := p.AllowsName(tt.name); got != tt.want {
-			t.Errorf("AllowsName(%q) = %v, want %v", tt.name, got, tt.want)
+		if got := p.DecideName(tt.name); got != tt.want {
+			t.Errorf("DecideName(%q) = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
+	// A name of any bytes gives a reason of bounded length.
+	if r := p.DecideName(strings.Repeat("\x00", 255)).Reason; len(r) > 300 {
+		t.Errorf("a reason of %d bytes: %q", len(r), r)
+	}
+	// The operator's reason is the one a connection gets too.
+	ctx := context.Background()
+	if dns, conn := p.DecideName("blocked.wild.test"), p.Decide(ctx, Request{Name: "blocked.wild.test", Port: 443}); dns != conn {
+		t.Errorf("blocked.wild.test: DecideName %+v, Decide %+v", dns, conn)
+	}
 
-	all, err := Compile(Rules{AllowAll: true, Deny: []string{"*.ru"}})
+	all, err := Compile(Rules{AllowAll: true, Deny: []string{"*.ru"}, DenyReasons: map[string]string{"*.ru": "no .ru for this task"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]bool{
-		"example.com": true, "yandex.ru": false, "db.internal": false, "localhost": false, "8.8.8.8": false,
+	const notPublic = " is not a public name, and only public names are allowed"
+	for name, want := range map[string]Verdict{
+		"example.com":      {Allow: true, Rule: AllowAllRule},
+		"user.github.io":   {Allow: true, Rule: AllowAllRule},
+		"yandex.ru":        {Reason: "no .ru for this task", Rule: "*.ru"},
+		"db.internal":      {Reason: "db.internal" + notPublic},
+		"localhost":        {Reason: "localhost" + notPublic},
+		"com":              {Reason: "com" + notPublic},
+		"router.home.arpa": {Reason: "router.home.arpa" + notPublic},
 	} {
-		if got := all.AllowsName(name); got != want {
-			t.Errorf("AllowAll: AllowsName(%q) = %v, want %v", name, got, want)
+		got := all.DecideName(name)
+		if got != want {
+			t.Errorf("AllowAll: DecideName(%q) = %+v, want %+v", name, got, want)
+		}
+		// The same verdict as a connection to the name.
+		if conn := all.Decide(ctx, Request{Name: name, Port: 443}); conn != got {
+			t.Errorf("AllowAll: DecideName(%q) = %+v, but Decide = %+v", name, got, conn)
 		}
 	}
 }
@@ -401,7 +437,7 @@ func TestHost(t *testing.T) {
 		}
 	}
 	// Pinning a name does not allow it.
-	if p.AllowsName("pinned.example.com") {
+	if p.DecideName("pinned.example.com").Allow {
 		t.Error("a Hosts entry allowed its name")
 	}
 }

@@ -150,6 +150,9 @@ func isIPv4(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789.") == "" && strings.Count(s, ".") == 3
 }
 
+// maxNameLen is the length of the longest host name, in its text form.
+const maxNameLen = 253
+
 // normalizeName lowercases a host name, drops one trailing dot (the
 // fully-qualified spelling of the same name), and checks it is an ASCII LDH
 // name: labels of 1..63 characters from [a-z0-9-], not starting or ending
@@ -163,8 +166,8 @@ func normalizeName(s string) (string, error) {
 	if s == "" {
 		return "", errors.New("empty host name")
 	}
-	if len(s) > 253 {
-		return "", errors.New("host name longer than 253 characters")
+	if len(s) > maxNameLen {
+		return "", fmt.Errorf("host name longer than %d characters", maxNameLen)
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
