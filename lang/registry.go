@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Settings are the operator's runtime settings, for the languages that need
@@ -15,6 +16,10 @@ type Settings struct {
 	Deno    string // the deno binary, a host path; "" finds one
 	JSHeap  int64  // the embedded engine's heap, in bytes
 	JSStack int    // its call depth, in frames
+
+	// Timeout is the execution's wall-time limit, which the jail enforces:
+	// a runtime that can stop the program a little before it may say why.
+	Timeout time.Duration
 }
 
 // Language is one language that `crucible run` offers, as its package

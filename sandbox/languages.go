@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"time"
+
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/lang"
 	// The languages that `crucible run` offers register themselves.
@@ -17,7 +19,9 @@ func Program(cfg *config.Config, language string, src []byte, file string) (*lan
 		_, err := lang.Detect(language, file) // says which languages there are
 		return nil, err
 	}
-	return l.Program(src, file, settings(&cfg.Runtimes))
+	s := settings(&cfg.Runtimes)
+	s.Timeout = time.Duration(cfg.Sandbox.Timeout)
+	return l.Program(src, file, s)
 }
 
 // settings are the languages' view of the runtimes section.

@@ -33,6 +33,12 @@ const dir = jail.FilesDir + "/js"
 type Options struct {
 	Heap  int64 // bytes
 	Stack int   // call frames
+
+	// Timeout is the jail's: the execution's wall time, which for a warm
+	// worker starts as its Job is sent. The worker stops the program a
+	// little before it (see stopBefore), so that it can say so; 0 leaves
+	// the stop to the jail.
+	Timeout time.Duration
 }
 
 // safeName is what a file's name may be to appear in stack traces as is.
@@ -45,13 +51,18 @@ func Program(src []byte, file string, ts bool, o Options) *lang.Program {
 	name := displayName(file, ts)
 	main := dir + "/main" + ext
 	return &lang.Program{
-		Lang: l,
-		Main: main,
-		Args: []string{Worker, "-lang=" + l, "-name=" + name,
-			"-heap=" + strconv.FormatInt(o.Heap, 10), "-stack=" + strconv.Itoa(o.Stack), main},
+		Lang:  l,
+		Main:  main,
+		Args:  append([]string{Worker, "-lang=" + l, "-name=" + name}, append(o.flags(), main)...),
+		Env:   workerEnv,
 		Files: map[string][]byte{main: src},
 		Self:  Worker,
 	}
+}
+
+// flags hand o to the worker.
+func (o Options) flags() []string {
+	return []string{"-heap=" + strconv.FormatInt(o.Heap, 10), "-stack=" + strconv.Itoa(o.Stack), "-timeout=" + o.Timeout.String()}
 }
 
 // Hook runs the worker when this process is one, and then never returns.
@@ -98,7 +109,8 @@ func displayName(file string, ts bool) string {
 func WarmProgram(o Options) *lang.Program {
 	return &lang.Program{
 		Lang: lang.TypeScript,
-		Args: []string{Worker, "-warm", "-heap=" + strconv.FormatInt(o.Heap, 10), "-stack=" + strconv.Itoa(o.Stack)},
+		Args: append([]string{Worker, "-warm"}, o.flags()...),
+		Env:  workerEnv,
 		Self: Worker,
 	}
 }
@@ -106,15 +118,38 @@ func WarmProgram(o Options) *lang.Program {
 // maxJob bounds a job read from stdin: the source, and some.
 const maxJob = 64 << 20
 
+// stopBefore is how long before the jail's timeout the worker stops the
+// program itself, to report a TimeoutError while the jail's clock still
+// runs. The jail's clock starts a little before the worker's (before the
+// worker exists, or as a warm worker's Job is sent): tens of milliseconds
+// here, several times that on a slow, loaded machine or under the race
+// detector. A fifth of the timeout covers that on a short timeout and
+// leaves the program most of its time; a second covers it on any machine
+// fit to run jails. Should the jail strike first all the same, only the
+// TimeoutError is missing: console output is written as it is made.
+func stopBefore(timeout time.Duration) time.Duration { return min(timeout/5, time.Second) }
+
+// programContext is what the program runs in: it ends stopBefore the
+// timeout counted from start, or never for no timeout.
+func programContext(start time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return context.WithCancel(context.Background())
+	}
+	return context.WithDeadline(context.Background(), start.Add(timeout-stopBefore(timeout)))
+}
+
 // workerMain runs inside the jail: it runs the program and reports its
-// outcome on fd 3. Its exit code is 0, or 1 for an uncaught error.
+// outcome on fd 3. Its exit code is 0, or 1 for an uncaught error, or 124
+// (as the jail's) when it ran out of time.
 func workerMain(args []string) int {
+	start := time.Now()
 	fs := flag.NewFlagSet("crucible-js", flag.ContinueOnError)
 	l := fs.String("lang", lang.TypeScript, "")
 	name := fs.String("name", "main.ts", "")
 	heap := fs.Int64("heap", engine.DefaultHeap, "")
 	stack := fs.Int("stack", engine.DefaultStack, "")
 	warm := fs.Bool("warm", false, "")
+	timeout := fs.Duration("timeout", 0, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 && !*warm {
 		fmt.Fprintln(os.Stderr, "crucible-js: bad arguments")
 		return 2
@@ -128,14 +163,16 @@ func workerMain(args []string) int {
 	}
 	var out *lang.Outcome
 	if *warm {
-		out = warmRun(o)
+		out, start = warmRun(o, *timeout)
 	} else {
 		src, err := os.ReadFile(fs.Arg(0))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "crucible-js: %v\n", err)
 			return 2
 		}
-		out = engine.Run(context.Background(), string(src), *name, *l == lang.TypeScript, o)
+		ctx, cancel := programContext(start, *timeout)
+		out = engine.Run(ctx, string(src), *name, *l == lang.TypeScript, o)
+		cancel()
 	}
 	if b, err := json.Marshal(out); err == nil {
 		// fd 3 is the result channel; without one (run by hand) it is closed
@@ -145,16 +182,29 @@ func workerMain(args []string) int {
 	}
 	if out.Error != nil {
 		printError(out.Error)
+	}
+	switch {
+	case out.Error != nil && out.Error.Name == "TimeoutError":
+		// Only the deadline above interrupts the engine. The jail reports
+		// a timeout its own way (exit 124, SIGKILL, limits_hit "timeout"):
+		// rather than imitate that, wait for it, so that the user sees the
+		// same whichever stopped the program. By the timeout from start,
+		// and a second for its own delay, the jail has struck; else there
+		// is no jail (run by hand), and this says what it would have.
+		time.Sleep(time.Until(start.Add(*timeout)) + time.Second)
+		return jail.ExitTimeout
+	case out.Error != nil:
 		return 1
 	}
 	return 0
 }
 
-// warmRun readies an engine, then runs the job that arrives on stdin.
-func warmRun(o engine.Options) *lang.Outcome {
+// warmRun readies an engine, then runs the job that arrives on stdin; its
+// arrival starts the timeout.
+func warmRun(o engine.Options, timeout time.Duration) (*lang.Outcome, time.Time) {
 	rt, err := engine.New(o)
 	if err != nil {
-		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
+		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}, time.Now()
 	}
 	engine.WarmUp()
 	var job Job
@@ -162,11 +212,14 @@ func warmRun(o engine.Options) *lang.Outcome {
 	if err == nil {
 		err = json.Unmarshal(b, &job)
 	}
+	start := time.Now()
 	if err != nil {
 		rt.Close()
-		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: "reading the job: " + err.Error()}}
+		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: "reading the job: " + err.Error()}}, start
 	}
-	return rt.Run(context.Background(), job.Source, job.Name, job.Lang == lang.TypeScript)
+	ctx, cancel := programContext(start, timeout)
+	defer cancel()
+	return rt.Run(ctx, job.Source, job.Name, job.Lang == lang.TypeScript), start
 }
 
 // printError shows an uncaught error on stderr, as Deno or Node would.

@@ -15,7 +15,7 @@ func init() {
 			Name:       l.name,
 			Extensions: l.exts,
 			Program: func(src []byte, file string, s lang.Settings) (*lang.Program, error) {
-				return Program(src, file, l.ts, Options{Heap: s.JSHeap, Stack: s.JSStack}), nil
+				return Program(src, file, l.ts, Options{Heap: s.JSHeap, Stack: s.JSStack, Timeout: s.Timeout}), nil
 			},
 			Check: func(lang.Settings) (string, error) { return "embedded (QuickJS)", nil },
 		})

@@ -1,0 +1,99 @@
+package js
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cruciblehq/crucible/lang"
+)
+
+func TestMain(m *testing.M) {
+	// The tests run this binary as the worker, outside any jail.
+	Hook()
+	os.Exit(m.Run())
+}
+
+// worker runs the worker with args, stdin coming from job after a pause
+// (nil: none), and returns its exit code, output and report on fd 3.
+func worker(t *testing.T, job []byte, pause time.Duration, args ...string) (int, string, string, *lang.Outcome) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, rw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Close()
+	var stdout, stderr bytes.Buffer
+	cmd := &exec.Cmd{Path: self, Args: append([]string{Worker}, args...), Stdout: &stdout, Stderr: &stderr, ExtraFiles: []*os.File{rw}}
+	for k, v := range workerEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	go func() {
+		time.Sleep(pause)
+		_, _ = stdin.Write(job)
+		_ = stdin.Close()
+	}()
+	report, _ := io.ReadAll(rr)
+	err = cmd.Wait()
+	code := 0
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	out, err := lang.ParseOutcome(report)
+	if err != nil {
+		t.Fatalf("%v: %q", err, report)
+	}
+	return code, stdout.String(), stderr.String(), out
+}
+
+// A program that runs out of time is stopped by the worker itself, which
+// reports a TimeoutError and keeps its output, then exits as the jail's
+// timeout would (in a jail, the jail's kill comes first).
+func TestWorkerTimeout(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "main.js")
+	if err := os.WriteFile(src, []byte("console.log('start');\nfor (;;) {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr, out := worker(t, nil, 0, "-lang=js", "-name=main.js", "-timeout=2s", src)
+	if code != 124 || stdout != "start\n" || out.Error == nil || out.Error.Name != "TimeoutError" ||
+		!strings.Contains(stderr, "Uncaught TimeoutError") {
+		t.Errorf("exit %d, stdout %q, stderr %q, outcome %+v", code, stdout, stderr, out.Error)
+	}
+
+	job, _ := json.Marshal(NewJob([]byte("console.log('start');\nfor (;;) {}\n"), "main.js", false))
+	code, stdout, _, out = worker(t, job, 0, "-warm", "-timeout=2s")
+	if code != 124 || stdout != "start\n" || out.Error == nil || out.Error.Name != "TimeoutError" {
+		t.Errorf("warm: exit %d, stdout %q, outcome %+v", code, stdout, out.Error)
+	}
+}
+
+// A warm worker's timeout starts when its job arrives, as the jail's does:
+// a job sent long after the worker's birth still has its whole time.
+func TestWarmTimeoutStartsWithJob(t *testing.T) {
+	job, _ := json.Marshal(NewJob([]byte("return 'ok'"), "main.ts", true))
+	code, _, stderr, out := worker(t, job, 4*time.Second, "-warm", "-timeout=2s")
+	if code != 0 || out.Error != nil || string(out.Result) != `"ok"` {
+		t.Errorf("exit %d, outcome %s %+v, stderr %q", code, out.Result, out.Error, stderr)
+	}
+}
