@@ -6,6 +6,9 @@ package python
 
 import (
 	_ "embed"
+	"path/filepath"
+	"strings"
+	"unicode"
 
 	"github.com/cruciblehq/crucible/lang"
 )
@@ -25,21 +28,37 @@ var (
 	moduleSource []byte
 )
 
-// Program runs src with the interpreter at python (a host path; under /usr it
-// is already in the jail, elsewhere it is bound read-only).
-func Program(src []byte, python string) *lang.Program {
+// Program runs src, a program named like file ("-" for standard input),
+// with the interpreter at python (a host path; under /usr it is already in
+// the jail, elsewhere it is bound read-only).
+func Program(src []byte, file, python string) *lang.Program {
 	p := &lang.Program{
 		Lang: lang.Python,
 		Main: Main,
 		// -u: unbuffered, so output interleaves as written; -B: the jail's
 		// root is read-only, no .pyc to write.
-		Args:  []string{python, "-I", "-B", "-u", runner},
+		Args:  []string{python, "-I", "-B", "-u", runner, displayName(file)},
 		Files: map[string][]byte{Main: src, runner: runnerSource, module: moduleSource},
 	}
 	if !underUsr(python) {
 		p.ReadOnly = []string{python}
 	}
 	return p
+}
+
+// displayName is the program's name in tracebacks: its file's base name
+// (a host path would tell the program about the host), or <stdin> as
+// Python names a program read from there, or main.py for a name that could
+// garble a traceback.
+func displayName(file string) string {
+	name := filepath.Base(file)
+	switch {
+	case file == "-":
+		return "<stdin>"
+	case name == "." || name == "/" || strings.ContainsFunc(name, unicode.IsControl):
+		return "main.py"
+	}
+	return name
 }
 
 func underUsr(p string) bool { return len(p) > 5 && p[:5] == "/usr/" }

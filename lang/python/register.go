@@ -12,7 +12,7 @@ func init() {
 		Name:       lang.Python,
 		Extensions: []string{".py"},
 		Program: func(src []byte, file string, s lang.Settings) (*lang.Program, error) {
-			return Program(src, s.Python), nil
+			return Program(src, file, s.Python), nil
 		},
 		Check: func(s lang.Settings) (string, error) {
 			if err := unix.Access(s.Python, unix.X_OK); err != nil {

@@ -1,17 +1,21 @@
-# The runner of `crucible run --lang py`: runs /crucible/python/main.py as
-# __main__ and reports its result (crucible.result) or its uncaught error on
-# fd 3 as one JSON object. It runs inside the program's own process: it is a
-# convenience, not a boundary.
+# The runner of `crucible run --lang py`: runs main.py, beside it, as
+# __main__ under the name the user knows the program by (argv[1]: its
+# file's name, or <stdin>), and reports its result (crucible.result) or its
+# uncaught error on fd 3 as one JSON object. It runs inside the program's
+# own process: it is a convenience, not a boundary.
+import builtins
 import json
+import linecache
 import os
-import runpy
 import sys
 import traceback
+import types
 
-sys.path.insert(0, "/crucible/python/lib")
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAIN = os.path.join(HERE, "main.py")
+NAME = sys.argv[1]
+sys.path.insert(0, os.path.join(HERE, "lib"))
 import crucible  # noqa: E402
-
-MAIN = "/crucible/python/main.py"
 
 
 def report(text):
@@ -23,18 +27,31 @@ def report(text):
 
 
 def error(e):
-    # Only the program's own frames: not this runner's, not runpy's.
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == MAIN]
-    stack = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+    # Only the program's own frames, not this runner's.
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == NAME]
+    stack = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) if frames else ""
     stack += "".join(traceback.format_exception_only(type(e), e))
     return {"name": type(e).__name__, "message": str(e), "stack": stack}
 
 
+def run():
+    with open(MAIN, "rb") as f:
+        source = f.read()
+    # The code is compiled under the program's name, so that every
+    # traceback and warning names it so (the user's own prints too);
+    # linecache holds its lines as it would a file's of that name.
+    linecache.cache[NAME] = (len(source), None, source.decode("utf-8", "replace").splitlines(True), NAME)
+    main = types.ModuleType("__main__")
+    main.__file__, main.__builtins__ = MAIN, builtins
+    sys.modules["__main__"] = main
+    sys.argv = [NAME]
+    exec(compile(source, NAME, "exec"), main.__dict__)
+
+
 def main():
-    sys.argv = [MAIN]
     code = 0
     try:
-        runpy.run_path(MAIN, run_name="__main__")
+        run()
     except SystemExit as e:
         code = e.code
     except BaseException as e:

@@ -1,0 +1,98 @@
+package python
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/lang"
+)
+
+// runHere runs p with the host's python3 outside any jail: its files go
+// under a temporary directory instead of /crucible/python.
+func runHere(t *testing.T, p *lang.Program) (code int, stderr string, out *lang.Outcome) {
+	t.Helper()
+	root := t.TempDir()
+	for path, data := range p.Files {
+		f := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append([]string(nil), p.Args...)
+	for i, a := range args {
+		if a == runner {
+			args[i] = filepath.Join(root, runner)
+		}
+	}
+	rr, rw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Close()
+	var errb bytes.Buffer
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr, cmd.ExtraFiles = &errb, []*os.File{rw}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	var report bytes.Buffer
+	_, _ = report.ReadFrom(rr)
+	var ee *exec.ExitError
+	if err := cmd.Wait(); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	out, err = lang.ParseOutcome(report.Bytes())
+	if err != nil {
+		t.Fatalf("%v: %q", err, report.String())
+	}
+	if strings.Contains(errb.String(), root) || strings.Contains(errb.String(), dir) {
+		t.Errorf("a runner's path reaches the output:\n%s", errb.String())
+	}
+	return code, errb.String(), out
+}
+
+// Tracebacks name the program as the user knows it: its file's name, or
+// <stdin>; never the runner's copy of it, nor any path of the runner.
+func TestTracebackNames(t *testing.T) {
+	python := testenv.NeedTool(t, "python3")
+	for _, tc := range []struct {
+		src, file, name string
+		want            []string
+	}{
+		{"def f():\n    raise ValueError('boom')\n\nf()\n", "/home/u/jobs/prog.py", "ValueError",
+			[]string{`File "prog.py", line 4, in <module>`, `File "prog.py", line 2, in f`, "    raise ValueError('boom')"}},
+		{"x = 1\ny = [\n", "-", "SyntaxError", []string{`File "<stdin>", line 2`}},
+		// What the program prints of its own tracebacks says the same.
+		{"import traceback\ntry:\n    1/0\nexcept ZeroDivisionError:\n    traceback.print_exc()\nraise KeyError(1)\n", "-", "KeyError",
+			[]string{`File "<stdin>", line 3, in <module>`, `File "<stdin>", line 6, in <module>`}},
+	} {
+		code, stderr, out := runHere(t, Program([]byte(tc.src), tc.file, python))
+		if code != 1 || out.Error == nil || out.Error.Name != tc.name {
+			t.Errorf("%q: exit %d, error %+v\n%s", tc.src, code, out.Error, stderr)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%q: no %q on stderr:\n%s", tc.src, w, stderr)
+			}
+		}
+		if w := tc.want[len(tc.want)-1]; !strings.Contains(out.Error.Stack, w) {
+			t.Errorf("%q: no %q in the stack:\n%s", tc.src, w, out.Error.Stack)
+		}
+		if strings.Contains(out.Error.Stack, "run.py") || strings.Contains(out.Error.Stack, "runpy") {
+			t.Errorf("%q: the runner shows in the stack:\n%s", tc.src, out.Error.Stack)
+		}
+	}
+}
