@@ -1,6 +1,12 @@
 // Package sandbox is the composition root: it turns the user's configuration
 // into the settings each mechanism takes and runs one execution, top to
 // bottom. It holds no mechanism of its own.
+//
+// It is also the one door into the sandbox: a caller (the CLI, the MCP
+// server) imports sandbox, config and audit, and never jail, egress or a
+// single language's package. Executions ([Exec], [Run], [Pool]) return a
+// [Result]; a layer that cannot be set up returns a [SetupError]; [Diagnose]
+// is `crucible doctor`; [Hook] starts the jail's own processes.
 package sandbox
 
 import (
