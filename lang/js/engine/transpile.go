@@ -35,7 +35,7 @@ type program struct {
 func transpile(src, name string, ts bool) (*program, *lang.Error) {
 	p, serr := transform(scriptPrefix+src+scriptSuffix, name, ts)
 	if serr == nil {
-		p.skip, p.lines = 1, strings.Count(src, "\n")+1
+		p.skip, p.lines = 1, len(lineBreak.FindAllStringIndex(src, -1))+1
 		return p, nil
 	}
 	p, merr := transform(src, name, ts)
@@ -60,13 +60,20 @@ type parseError struct {
 	line, col int
 }
 
+// lineBreak is JavaScript's line terminators, by which esbuild counts lines.
+var lineBreak = regexp.MustCompile("\r\n|[\r\n\u2028\u2029]")
+
 // clamp moves a position past the source's last line that holds anything
 // (the end of the file, after blank lines) to the end of that line, where
 // the user looks for what is missing.
 func (e *parseError) clamp(src string) {
-	text := strings.TrimRight(src, " \t\r\n")
-	last := strings.Count(text, "\n") + 1
-	end := len(text) - strings.LastIndexByte(text, '\n') // 1-based column after the line
+	text := strings.TrimRight(src, " \t\r\n\u2028\u2029")
+	breaks := lineBreak.FindAllStringIndex(text, -1)
+	last, start := len(breaks)+1, 0
+	if len(breaks) > 0 {
+		start = breaks[len(breaks)-1][1]
+	}
+	end := len(text) - start + 1 // the column after the line's last byte
 	if e.line > last || e.line == last && e.col > end {
 		e.line, e.col = last, end
 	}

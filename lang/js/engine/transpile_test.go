@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Whatever the source, an error names a line of it, and a stack mapped
+// through the program's source map names no line past its end, however
+// the wrapper and esbuild move the code about.
+func FuzzTranspile(f *testing.F) {
+	for _, s := range []string{
+		"return 1", "const o = {\n  a: 1,\n", "foo();\n}\nbar();\n", "export default 1;\nreturn 2;\n",
+		"const s = `abc\n", "/* x\n", "await x;\nreturn (\n", "\n\n\n", "", "type T = {\n", "}",
+		"function f() {\n  throw new Error('x');\n}\nf();\n",
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, src string, ts bool) {
+		lines := len(lineBreak.FindAllStringIndex(src, -1)) + 1
+		p, err := transpile(src, "main.js", ts)
+		if err != nil {
+			if m := framePos.FindStringSubmatch(err.Stack); m != nil {
+				if n, _ := strconv.Atoi(m[2]); n < 1 || n > lines {
+					t.Fatalf("%q: %s at line %d of %d", src, err.Message, n, lines)
+				}
+			}
+			return
+		}
+		// A frame at every generated line, at its start and far along it.
+		var stack strings.Builder
+		for l := 1; l <= strings.Count(p.code, "\n")+1; l++ {
+			stack.WriteString("    at f (" + position("main.js", l, 1) + ")\n    at g (" + position("main.js", l, 1000) + ")\n")
+		}
+		for _, m := range framePos.FindAllStringSubmatch(p.mapStack(stack.String()), -1) {
+			if n, _ := strconv.Atoi(m[2]); n < 1 || n > lines {
+				t.Fatalf("%q: a frame at line %d of %d", src, n, lines)
+			}
+		}
+	})
+}
