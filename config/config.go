@@ -30,6 +30,35 @@ type Config struct {
 	Network  Network  `yaml:"network"`
 	Runtimes Runtimes `yaml:"runtimes"`
 	Audit    Audit    `yaml:"audit"`
+
+	// Where each key was written, when the config came from a file, so
+	// that a problem found later (a network rule that does not compile)
+	// can name its line.
+	src *source
+}
+
+type source struct {
+	name  string
+	lines map[string]int // key path ("network.allow[2]") → line
+}
+
+// Where names the file and line where the key at path ("network.allow[2]",
+// as errors name keys) was written: "crucible.yaml:7", or "" for a key that
+// did not come from a file.
+func (c *Config) Where(path string) string {
+	if c.src == nil || c.src.lines[path] == 0 {
+		return ""
+	}
+	return c.src.name + ":" + strconv.Itoa(c.src.lines[path])
+}
+
+// KeyPath names the entry i of the list at path, or key of the map at path,
+// as errors and [Config.Where] name keys.
+func KeyPath(path string, i int, key string) string {
+	if i >= 0 {
+		return fmt.Sprintf("%s[%d]", path, i)
+	}
+	return mapPath(path, key)
 }
 
 // Network is what the code may reach. The default is nothing: the jail has

@@ -171,7 +171,7 @@ func TestDefault(t *testing.T) {
 	}
 	for _, in := range []string{"", "\n", "# only a comment\n", "---\n", "~\n", "sandbox:\n", "sandbox: {}\n", "sandbox:\n  memory:\n  ro:\n"} {
 		c, err := Parse([]byte(in), "crucible.yaml")
-		if err != nil || !reflect.DeepEqual(c, Default()) {
+		if err != nil || !sameConfig(c, Default()) {
 			t.Errorf("Parse(%q) = %+v, %v; want the defaults", in, c, err)
 		}
 	}
@@ -232,7 +232,7 @@ func TestLoadFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, err := Parse(out, "marshalled")
-	if err != nil || !reflect.DeepEqual(again, c) {
+	if err != nil || !sameConfig(again, c) {
 		t.Errorf("round trip of\n%s= %+v, %v", out, again, err)
 	}
 }
@@ -460,5 +460,32 @@ func TestRuntimes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// sameConfig compares what two configs say, not where they were written.
+func sameConfig(a, b *Config) bool {
+	x, y := *a, *b
+	x.src, y.src = nil, nil
+	return reflect.DeepEqual(x, y)
+}
+
+// Where names the line of a key, for problems found after loading.
+func TestWhere(t *testing.T) {
+	c, err := Parse([]byte("network:\n  allow:\n    - a.test\n    - b.test\n  hosts:\n    x.test: 1.2.3.4\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		KeyPath("network.allow", 1, ""):        "c.yaml:4",
+		KeyPath("network.hosts", -1, "x.test"): "c.yaml:6",
+		KeyPath("network.allow", 2, ""):        "",
+	} {
+		if got := c.Where(path); got != want {
+			t.Errorf("Where(%s) = %q, want %q", path, got, want)
+		}
+	}
+	if got := Default().Where("network.allow[0]"); got != "" {
+		t.Errorf("a default config has a place: %q", got)
 	}
 }

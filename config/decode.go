@@ -51,6 +51,7 @@ func Parse(data []byte, name string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c.Normalize()
+	c.src = &source{name: name, lines: d.lines}
 	return c, nil
 }
 

@@ -15,6 +15,7 @@ package netpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -96,38 +97,56 @@ type Verdict struct {
 // "*" is not valid rule syntax, so it cannot be confused with a real rule.
 const AllowAllRule = "*"
 
-// Compile checks r and returns its policy. Errors are one line and name the
-// offending rule.
+// RuleError is Compile's error: which rule is wrong, and why.
+type RuleError struct {
+	// List is the field of [Rules] that holds the rule, as the config file
+	// names it: "allow", "deny", "deny_reasons", "hosts", "allow_private".
+	List  string
+	Index int    // the rule's place in its list; -1 in a map (DenyReasons, Hosts)
+	Rule  string // the rule as written, or the map's key
+	Err   error
+}
+
+// Error is one line, naming the rule: `allow rule "*.com": ...`.
+func (e *RuleError) Error() string {
+	what := map[string]string{"allow": "allow rule", "deny": "deny rule", "deny_reasons": "deny reason for",
+		"hosts": "hosts entry", "allow_private": "private range"}[e.List]
+	return fmt.Sprintf("%s %q: %v", what, e.Rule, e.Err)
+}
+
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// Compile checks r and returns its policy. Errors are a *[RuleError].
 func Compile(r Rules) (*Policy, error) {
 	p := &Policy{
 		denyReasons: make(map[string]string, len(r.DenyReasons)),
 		allowAll:    r.AllowAll,
 		hosts:       make(map[string]netip.Addr, len(r.Hosts)),
 	}
-	for _, pr := range r.AllowPrivate {
+	for i, pr := range r.AllowPrivate {
 		if !pr.IsValid() || pr.Addr().Is4In6() {
-			return nil, fmt.Errorf("private range %s: not a valid IPv4 or IPv6 CIDR", pr)
+			return nil, &RuleError{List: "allow_private", Index: i, Rule: pr.String(), Err: errors.New("not a valid IPv4 or IPv6 CIDR")}
 		}
 		p.allowPrivate = append(p.allowPrivate, pr.Masked())
 	}
-	for _, s := range r.Deny {
+	for i, s := range r.Deny {
 		ru, err := parseRule(s, false)
 		if err != nil {
-			return nil, fmt.Errorf("deny rule %q: %w", s, err)
+			return nil, &RuleError{List: "deny", Index: i, Rule: s, Err: err}
 		}
 		p.deny = append(p.deny, ru)
 	}
-	for _, s := range r.Allow {
+	for i, s := range r.Allow {
 		ru, err := parseRule(s, true)
 		if err != nil {
-			return nil, fmt.Errorf("allow rule %q: %w", s, err)
+			return nil, &RuleError{List: "allow", Index: i, Rule: s, Err: err}
 		}
 		// Catch at load what AddressAllowed would refuse on every connection.
 		// Only the range's first address is checked; AddressAllowed still
 		// checks each connection.
 		if ru.prefix.IsValid() {
 			if ok, why := p.AddressAllowed(ru.prefix.Addr()); !ok {
-				return nil, fmt.Errorf("allow rule %q: %s", s, why)
+				return nil, &RuleError{List: "allow", Index: i, Rule: s, Err: errors.New(why)}
 			}
 		}
 		p.allow = append(p.allow, ru)
@@ -138,20 +157,20 @@ func Compile(r Rules) (*Policy, error) {
 			found = found || d.text == rule
 		}
 		if !found {
-			return nil, fmt.Errorf("deny reason for %q: no such deny rule", rule)
+			return nil, &RuleError{List: "deny_reasons", Index: -1, Rule: rule, Err: errors.New("no such deny rule")}
 		}
 		p.denyReasons[rule] = reason
 	}
 	for name, a := range r.Hosts {
 		n, err := normalizeName(name)
 		if err != nil {
-			return nil, fmt.Errorf("hosts entry %q: %w", name, err)
+			return nil, &RuleError{List: "hosts", Index: -1, Rule: name, Err: err}
 		}
 		if ok, why := p.AddressAllowed(a); !ok {
-			return nil, fmt.Errorf("hosts entry %q (%s): %s", name, a, why)
+			return nil, &RuleError{List: "hosts", Index: -1, Rule: name, Err: fmt.Errorf("%s: %s", a, why)}
 		}
 		if prev, dup := p.hosts[n]; dup && prev != a {
-			return nil, fmt.Errorf("hosts entry %q: %s is also given as %s", name, n, prev)
+			return nil, &RuleError{List: "hosts", Index: -1, Rule: name, Err: fmt.Errorf("%s is also given as %s", n, prev)}
 		}
 		p.hosts[n] = a
 	}

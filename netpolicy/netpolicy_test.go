@@ -2,6 +2,7 @@ package netpolicy
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestCompileSyntax(t *testing.T) {
 		{"*.COM.", false, true, `public suffix "com"`},
 
 		{"", false, false, "empty rule"},
-		{"*", false, false, "AllowAll"},
+		{"*", false, false, "allow_all"},
 		{"*.", false, false, "empty host name"},
 		{"*.*.example.com", false, false, `label "*"`},
 		{"a.*.example.com", false, false, `label "*"`},
@@ -439,5 +440,27 @@ func TestHost(t *testing.T) {
 	// Pinning a name does not allow it.
 	if p.DecideName("pinned.example.com").Allow {
 		t.Error("a Hosts entry allowed its name")
+	}
+}
+
+// Compile's errors say which rule, by list and place, so that the config's
+// loader can name the line it was written on.
+func TestRuleError(t *testing.T) {
+	for _, tc := range []struct {
+		r     Rules
+		list  string
+		index int
+		rule  string
+	}{
+		{Rules{Allow: []string{"ok.test", "*.com"}}, "allow", 1, "*.com"},
+		{Rules{Deny: []string{"[::1"}}, "deny", 0, "[::1"},
+		{Rules{Deny: []string{"a.test"}, DenyReasons: map[string]string{"b.test": "no"}}, "deny_reasons", -1, "b.test"},
+		{Rules{Hosts: map[string]netip.Addr{"x..test": netip.MustParseAddr("1.1.1.1")}}, "hosts", -1, "x..test"},
+	} {
+		_, err := Compile(tc.r)
+		var re *RuleError
+		if !errors.As(err, &re) || re.List != tc.list || re.Index != tc.index || re.Rule != tc.rule {
+			t.Errorf("Compile(%+v) = %#v, want %s[%d] %q", tc.r, err, tc.list, tc.index, tc.rule)
+		}
 	}
 }

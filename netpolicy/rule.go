@@ -48,7 +48,7 @@ func parseRule(s string, allow bool) (rule, error) {
 	}
 
 	if host == "*" {
-		return r, errors.New(`"*" is not a rule; use AllowAll to allow every public name`)
+		return r, errors.New(`"*" is not a rule: every public name is allowed by allow_all, a switch of its own`)
 	}
 	name, wildcard := strings.CutPrefix(host, "*.")
 	if name, err = normalizeName(name); err != nil {

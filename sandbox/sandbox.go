@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -30,6 +31,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
+	"github.com/cruciblehq/crucible/netpolicy"
 )
 
 // defaultEnv is the whole environment a command starts with, before the
@@ -209,6 +211,29 @@ func CheckConfig(cfg *config.Config) error {
 		return err
 	}
 	_, err := NetworkPolicy(&cfg.Network)
+	var re *netpolicy.RuleError
+	if errors.As(err, &re) {
+		// Name the rule as the file does, with its line.
+		path := config.KeyPath("network."+re.List, re.Index, re.Rule)
+		msg := fmt.Sprintf("%s: %q: %v", path, re.Rule, re.Err)
+		if where := cfg.Where(path); where != "" {
+			msg = where + ": " + msg
+		}
+		return errors.New(msg)
+	}
+	return err
+}
+
+// CheckAllowRule checks one allow rule as cfg's network would take it (with
+// its private ranges), for a rule given on its own: a command-line flag.
+func CheckAllowRule(cfg *config.Config, rule string) error {
+	n := cfg.Network
+	n.Allow, n.AllowAll = []string{rule}, false
+	_, err := NetworkPolicy(&n)
+	var re *netpolicy.RuleError
+	if errors.As(err, &re) {
+		return re.Err
+	}
 	return err
 }
 

@@ -113,9 +113,13 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 			for _, h := range f.allowNet {
 				if h == "*" {
 					cfg.Network.AllowAll = true
-				} else {
-					cfg.Network.Allow = append(cfg.Network.Allow, h)
+					continue
 				}
+				if err = sandbox.CheckAllowRule(cfg, h); err != nil {
+					err = fmt.Errorf("%q: %w", h, err)
+					break
+				}
+				cfg.Network.Allow = append(cfg.Network.Allow, h)
 			}
 		case "allow-degraded":
 			for _, l := range f.degraded {

@@ -70,6 +70,7 @@ func TestExecUsageErrors(t *testing.T) {
 		{"exec", "--workspace", "/etc/hostname", "--", "true"},
 		{"exec", "--workspace", "/etc", "--", "true"},
 		{"exec", "--workspace", "/", "--", "true"},
+		{"exec", "--allow-net", "*.com", "--", "true"},
 		{"frobnicate"},
 	} {
 		code, _, errs := run(t, "", args...)
@@ -91,6 +92,27 @@ func TestExecUnsafeWorkspace(t *testing.T) {
 	code, _, errs = run(t, "", "exec", "--workspace", ws, "--unsafe-workspace", "--", "sh", "-c", "touch /workspace/f")
 	if code != 0 || !strings.Contains(errs, "warning: sandbox.unsafe_workspace is on") {
 		t.Errorf("insisted: exit %d, stderr %q", code, errs)
+	}
+}
+
+// A network rule that does not compile is named as the operator wrote it:
+// the file and line, or the flag; never a Go field's name.
+func TestExecNetworkRuleErrors(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfg, []byte("network:\n  allow:\n    - api.github.com\n    - \"*\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", cfg}, cfg + `:4: network.allow[1]: "*": "*" is not a rule`},
+		{[]string{"--allow-net", "*.co.uk"}, `--allow-net: "*.co.uk": wildcard covers all of the public suffix "co.uk"`},
+	} {
+		code, _, errs := run(t, "", append(append([]string{"exec"}, tc.args...), "--", "true")...)
+		if code != ExitUsage || !strings.Contains(errs, tc.want) || strings.Contains(errs, "AllowAll") {
+			t.Errorf("%q: exit %d, stderr %q; want %q", tc.args, code, errs, tc.want)
+		}
 	}
 }
 
