@@ -21,6 +21,11 @@ const (
 	Deno       = "deno"
 )
 
+// Dir is where a program's own files are in the jail: the jail places
+// [Program.Files], and binds [Program.Self], read-only under it. Each
+// language keeps to a folder of its own below it.
+const Dir = "/crucible"
+
 // Program is a language runtime's plan for one execution.
 type Program struct {
 	Lang     string            // which language, as Detect names it

@@ -33,6 +33,19 @@ type Language struct {
 	// Check says whether the language can run on this host, for `crucible
 	// doctor`: what it found, or why not and how to fix it.
 	Check func(s Settings) (detail string, err error)
+	// Warm, if not nil, lets a jail be built before its program arrives
+	// (sandbox.Pool).
+	Warm *Warm
+}
+
+// Warm is a language's way to wait in a ready jail: a worker that readies
+// itself, then reads its program from stdin.
+type Warm struct {
+	// Program is the worker, with the operator's settings.
+	Program func(s Settings) *Program
+	// Input is the worker's stdin that hands it src, a program named like
+	// file.
+	Input func(src []byte, file string) ([]byte, error)
 }
 
 // Default is the language of a program whose file names none.

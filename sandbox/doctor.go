@@ -33,7 +33,7 @@ func Diagnose(ctx context.Context, cfg *config.Config) []Check {
 	for _, l := range lang.All() {
 		c := Check{Feature: l.Name + " (crucible run)", Status: StatusOK}
 		if l.Check != nil {
-			if detail, err := l.Check(settings(&cfg.Runtimes)); err != nil {
+			if detail, err := l.Check(settings(cfg)); err != nil {
 				c.Status, c.Detail, c.Fix = StatusMissing, "not found", err.Error()
 			} else {
 				c.Detail = detail

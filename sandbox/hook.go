@@ -2,7 +2,7 @@ package sandbox
 
 import (
 	"github.com/cruciblehq/crucible/jail"
-	"github.com/cruciblehq/crucible/lang/js"
+	"github.com/cruciblehq/crucible/lang/js/worker"
 )
 
 // Hook runs this process as one of the jail's own, when it is one: the
@@ -14,5 +14,5 @@ func Hook() {
 	// The jail's processes first: the worker runs inside a jail, started
 	// by them.
 	jail.Hook()
-	js.Hook()
+	worker.Hook()
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/cruciblehq/crucible/config"
@@ -14,17 +15,28 @@ import (
 // Program plans src, a program named like file ("-" for standard input), in
 // the language named (as lang.Detect names it), with cfg's runtimes.
 func Program(cfg *config.Config, language string, src []byte, file string) (*lang.Program, error) {
-	l, ok := lang.Lookup(language)
-	if !ok {
-		_, err := lang.Detect(language, file) // says which languages there are
+	l, err := lookup(language)
+	if err != nil {
 		return nil, err
 	}
-	s := settings(&cfg.Runtimes)
-	s.Timeout = time.Duration(cfg.Sandbox.Timeout)
-	return l.Program(src, file, s)
+	return l.Program(src, file, settings(cfg))
 }
 
-// settings are the languages' view of the runtimes section.
-func settings(r *config.Runtimes) lang.Settings {
-	return lang.Settings{Python: r.Python, Deno: r.Deno, JSHeap: int64(r.JSHeap), JSStack: r.JSStack}
+func lookup(language string) (lang.Language, error) {
+	l, ok := lang.Lookup(language)
+	if !ok {
+		_, err := lang.Detect(language, "") // says which languages there are
+		if err == nil {
+			err = fmt.Errorf("unknown language %q", language)
+		}
+		return l, err
+	}
+	return l, nil
+}
+
+// settings are the languages' view of cfg.
+func settings(cfg *config.Config) lang.Settings {
+	r := &cfg.Runtimes
+	return lang.Settings{Python: r.Python, Deno: r.Deno, JSHeap: int64(r.JSHeap), JSStack: r.JSStack,
+		Timeout: time.Duration(cfg.Sandbox.Timeout)}
 }

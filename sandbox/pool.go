@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -21,9 +22,11 @@ import (
 // was made with: on a change of configuration, close the pool and make
 // another.
 type Pool struct {
-	cfg  *config.Config
-	prog *lang.Program // the warm worker
-	o    PoolOptions
+	cfg   *config.Config
+	lang  lang.Language
+	input func(src []byte, file string) ([]byte, error) // the worker's stdin for a program
+	prog  *lang.Program                                 // the warm worker
+	o     PoolOptions
 
 	ctx    context.Context // ends every jail of the pool
 	cancel context.CancelFunc
@@ -77,32 +80,39 @@ type warmJail struct {
 	err  error
 }
 
-// NewPool starts a pool of jails that run prog with cfg, and fills it.
-func NewPool(cfg *config.Config, prog *lang.Program, o PoolOptions) *Pool {
+// NewPool starts a pool of jails that wait for programs in the language
+// named (one that can wait: the embedded engine's ts and js), with cfg, and
+// fills it.
+func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) {
+	l, err := lookup(language)
+	if err != nil {
+		return nil, err
+	}
+	if l.Warm == nil {
+		return nil, fmt.Errorf("sandbox: %s programs cannot wait in a ready jail", language)
+	}
 	if o.InFlight <= 0 {
 		o.InFlight = max(o.Size, 1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{cfg: cfg, prog: prog, o: o, ctx: ctx, cancel: cancel, slots: make(chan struct{}, o.InFlight)}
+	p := &Pool{cfg: cfg, lang: l, input: l.Warm.Input, prog: l.Warm.Program(settings(cfg)),
+		o: o, ctx: ctx, cancel: cancel, slots: make(chan struct{}, o.InFlight)}
 	p.refill()
 	if o.Idle > 0 {
 		p.wg.Add(1)
 		go p.expire()
 	}
-	return p
+	return p, nil
 }
 
-// Work is one execution for a pool's jail: the input its worker waits for,
-// and what the audit trail records of the program.
-type Work struct {
-	Input  []byte // the worker's stdin
-	Lang   string // the program's language
-	Source []byte // the program's source, recorded by its hash
-}
-
-// Run hands work to a ready jail, or to a new one if none is ready, and
-// waits for the execution. Its output is captured into the Result.
-func (p *Pool) Run(ctx context.Context, work Work) (*Result, error) {
+// Run hands src, a program named like file ("-" for standard input), to a
+// ready jail, or to a new one if none is ready, and waits for the
+// execution. Its output is captured into the Result.
+func (p *Pool) Run(ctx context.Context, src []byte, file string) (*Result, error) {
+	input, err := p.input(src, file)
+	if err != nil {
+		return nil, err
+	}
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -119,10 +129,10 @@ func (p *Pool) Run(ctx context.Context, work Work) (*Result, error) {
 	defer p.refill()
 	defer w.cancel()
 
-	w.x.begin(programRecord(work.Lang, work.Source))
+	w.x.begin(programRecord(p.lang.Name, src))
 	close(w.begin)
 	go func() {
-		_, _ = w.stdin.Write(work.Input)
+		_, _ = w.stdin.Write(input)
 		_ = w.stdin.Close()
 	}()
 	select {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang/js"
 )
@@ -31,23 +32,16 @@ func TestMain(m *testing.M) {
 
 func jsPool(t *testing.T, o PoolOptions, timeout time.Duration) *Pool {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("builds real jails with cgroup limits: needs root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
 	cfg := config.Default()
 	if timeout > 0 {
 		cfg.Sandbox.Timeout = config.Duration(timeout)
 	}
-	return NewPool(cfg, js.WarmProgram(js.Options{Heap: int64(cfg.Runtimes.JSHeap), Stack: cfg.Runtimes.JSStack}), o)
-}
-
-func job(t *testing.T, src string) Work {
-	t.Helper()
-	b, err := json.Marshal(js.NewJob([]byte(src), "-", true))
+	p, err := NewPool(cfg, "ts", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Work{Input: b, Lang: "ts", Source: []byte(src)}
+	return p
 }
 
 // stress runs the pool's concurrency test at full size (200 executions);
@@ -70,7 +64,7 @@ func TestPoolConcurrent(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			x, err := p.Run(ctx, job(t, fmt.Sprintf("console.log('n', %d);\nreturn { n: %d * 2 };", i, i)))
+			x, err := p.Run(ctx, fmt.Appendf(nil, "console.log('n', %d);\nreturn { n: %d * 2 };", i, i), "-")
 			switch {
 			case err != nil:
 				errs <- err
@@ -114,12 +108,12 @@ func TestPoolTimeoutAndIdle(t *testing.T) {
 	p := jsPool(t, PoolOptions{Size: 1, Idle: 300 * time.Millisecond}, time.Second)
 	defer p.Close()
 	time.Sleep(1200 * time.Millisecond) // longer than the timeout: the ready jail must not have died of it
-	x, err := p.Run(context.Background(), job(t, "return 'ok'"))
+	x, err := p.Run(context.Background(), []byte("return 'ok'"), "-")
 	if err != nil || string(x.Result) != `"ok"` {
 		t.Fatalf("%v %+v", err, x)
 	}
-	x, err = p.Run(context.Background(), job(t, "for (;;) {}"))
-	if err != nil || x.ExitCode != jail.ExitTimeout {
+	x, err = p.Run(context.Background(), []byte("console.log('start');\nfor (;;) {}"), "-")
+	if err != nil || x.ExitCode != jail.ExitTimeout || x.Stdout != "start\n" || x.Error == nil || x.Error.Name != "TimeoutError" {
 		t.Fatalf("busy loop: %v %+v", err, x)
 	}
 	st := p.Stats()
@@ -142,7 +136,7 @@ func TestPoolAudit(t *testing.T) {
 	time.Sleep(time.Second) // a life longer than the work
 	const src = "console.log('hi'); return 1"
 	start := time.Now()
-	x, err := p.Run(context.Background(), job(t, src))
+	x, err := p.Run(context.Background(), []byte(src), "-")
 	span := time.Since(start)
 	if err != nil || string(x.Result) != "1" {
 		t.Fatalf("%v %+v", err, x)
@@ -179,7 +173,7 @@ func TestPoolAudit(t *testing.T) {
 func TestPoolRunAfterClose(t *testing.T) {
 	p := jsPool(t, PoolOptions{Size: 1}, 0)
 	p.Close()
-	if _, err := p.Run(context.Background(), job(t, "return 1")); !errors.Is(err, ErrPoolClosed) {
+	if _, err := p.Run(context.Background(), []byte("return 1"), "-"); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("Run after Close: %v, want ErrPoolClosed", err)
 	}
 	if procs := workerProcs(); len(procs) != 0 {

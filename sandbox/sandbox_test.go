@@ -12,6 +12,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang"
 )
 
 func TestJailSpec(t *testing.T) {
@@ -126,5 +127,12 @@ func TestNetLogCap(t *testing.T) {
 	}
 	if v := l.result()[0]; v.Host != "x0.evil.test" || v.Count != 2 {
 		t.Errorf("first entry %+v", v)
+	}
+}
+
+// The languages put their files where the jail places them.
+func TestFilesDir(t *testing.T) {
+	if lang.Dir != jail.FilesDir {
+		t.Errorf("lang.Dir %q, jail.FilesDir %q", lang.Dir, jail.FilesDir)
 	}
 }

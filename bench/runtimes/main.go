@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 
 	"github.com/cruciblehq/crucible/config"
-	"github.com/cruciblehq/crucible/lang/js"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -75,10 +73,10 @@ func main() {
 // always ready (latency), then as many as the pool takes (throughput).
 func benchPool(n int) {
 	cfg := config.Default()
-	prog := js.WarmProgram(js.Options{Heap: int64(cfg.Runtimes.JSHeap), Stack: cfg.Runtimes.JSStack})
-	b, _ := json.Marshal(js.NewJob([]byte(hello), "hello.ts", true))
-	input := sandbox.Work{Input: b, Lang: "ts", Source: []byte(hello)}
-	p := sandbox.NewPool(cfg, prog, sandbox.PoolOptions{Size: 2})
+	p, err := sandbox.NewPool(cfg, "ts", sandbox.PoolOptions{Size: 2})
+	if err != nil {
+		fail(err)
+	}
 	defer p.Close()
 	var lat []time.Duration
 	for i := 0; i < n; i++ {
@@ -86,7 +84,7 @@ func benchPool(n int) {
 			time.Sleep(time.Millisecond)
 		}
 		start := time.Now()
-		x, err := p.Run(context.Background(), input)
+		x, err := p.Run(context.Background(), []byte(hello), "hello.ts")
 		if err != nil || x.Error != nil || x.Stdout != "hello\n" {
 			fail(fmt.Errorf("pool: %w %+v", err, x))
 		}
@@ -96,13 +94,16 @@ func benchPool(n int) {
 	fmt.Printf("warm pool, one at a time: p50 %s, p99 %s, min %s (%d executions)\n",
 		timing.Pct(lat, 50).Round(time.Microsecond), timing.Pct(lat, 99).Round(time.Microsecond), lat[0].Round(time.Microsecond), n)
 
-	p2 := sandbox.NewPool(cfg, prog, sandbox.PoolOptions{Size: 4, InFlight: 8})
+	p2, err := sandbox.NewPool(cfg, "ts", sandbox.PoolOptions{Size: 4, InFlight: 8})
+	if err != nil {
+		fail(err)
+	}
 	defer p2.Close()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Go(func() {
-			if x, err := p2.Run(context.Background(), input); err != nil || x.Error != nil {
+			if x, err := p2.Run(context.Background(), []byte(hello), "hello.ts"); err != nil || x.Error != nil {
 				fail(fmt.Errorf("pool: %w %+v", err, x))
 			}
 		})

@@ -100,7 +100,7 @@ func TestRunJSLimits(t *testing.T) {
 const compromisedMark = "// test: the engine is broken\n"
 
 // compromisedWorker stands in for a worker whose engine the program has
-// broken: TestMain calls it before js.Hook, and in the jail's worker it
+// broken: TestMain calls it before sandbox.Hook, and in the jail's worker it
 // does what such code would try, and reports. Anywhere else it returns.
 func compromisedWorker() {
 	if len(os.Args) < 2 || os.Args[0] != js.Worker {

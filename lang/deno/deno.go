@@ -16,7 +16,7 @@ import (
 
 // Paths inside the jail.
 const (
-	dir    = "/crucible/deno"
+	dir    = lang.Dir + "/deno"
 	runner = dir + "/run.js"
 	cache  = "/tmp/.deno" // DENO_DIR: Deno's caches, on the jail's /tmp
 )

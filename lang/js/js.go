@@ -1,33 +1,24 @@
-// Package js runs TypeScript and JavaScript on the engine embedded in
-// Crucible (package engine): no Node or Deno needed. The command in the jail
-// is this binary, re-executed as the worker; [Hook] is its entry point.
+// Package js plans TypeScript and JavaScript programs for the engine
+// embedded in Crucible (package engine): no Node or Deno needed. The command
+// in the jail is this binary, re-executed as the worker (package worker,
+// which runs inside the jail); this package is the host's side: the
+// worker's command line, the program's files, and a warm worker's Job.
 package js
 
 import (
-	"context"
-	"encoding/json"
-	"flag"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
-	"github.com/cruciblehq/crucible/lang/js/engine"
 )
 
 // Worker is the worker's path in the jail: this binary, bound read-only.
-const Worker = jail.FilesDir + "/bin/crucible-js"
+const Worker = lang.Dir + "/bin/crucible-js"
 
 // dir holds the program's source in the jail.
-const dir = jail.FilesDir + "/js"
+const dir = lang.Dir + "/js"
 
 // Options are the engine's limits.
 type Options struct {
@@ -63,14 +54,6 @@ func Program(src []byte, file string, ts bool, o Options) *lang.Program {
 // flags hand o to the worker.
 func (o Options) flags() []string {
 	return []string{"-heap=" + strconv.FormatInt(o.Heap, 10), "-stack=" + strconv.Itoa(o.Stack), "-timeout=" + o.Timeout.String()}
-}
-
-// Hook runs the worker when this process is one, and then never returns.
-// Call it first thing in main and in TestMain, after jail.Hook.
-func Hook() {
-	if len(os.Args) > 0 && os.Args[0] == Worker {
-		os.Exit(workerMain(os.Args[1:]))
-	}
 }
 
 // Job is a warm worker's program, sent on its stdin.
@@ -113,146 +96,4 @@ func WarmProgram(o Options) *lang.Program {
 		Env:  workerEnv,
 		Self: Worker,
 	}
-}
-
-// maxJob bounds a job read from stdin: the source, and some.
-const maxJob = 64 << 20
-
-// stopBefore is how long before the jail's timeout the worker stops the
-// program itself, to report a TimeoutError while the jail's clock still
-// runs. The jail's clock starts a little before the worker's (before the
-// worker exists, or as a warm worker's Job is sent): tens of milliseconds
-// here, several times that on a slow, loaded machine or under the race
-// detector. A fifth of the timeout covers that on a short timeout and
-// leaves the program most of its time; a second covers it on any machine
-// fit to run jails. Should the jail strike first all the same, only the
-// TimeoutError is missing: console output is written as it is made.
-func stopBefore(timeout time.Duration) time.Duration { return min(timeout/5, time.Second) }
-
-// programContext is what the program runs in: it ends stopBefore the
-// timeout counted from start, or never for no timeout.
-func programContext(start time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if timeout <= 0 {
-		return context.WithCancel(context.Background())
-	}
-	return context.WithDeadline(context.Background(), start.Add(timeout-stopBefore(timeout)))
-}
-
-// workerMain runs inside the jail: it runs the program and reports its
-// outcome on fd 3. Its exit code is 0, or 1 for an uncaught error, or 124
-// (as the jail's) when it ran out of time.
-func workerMain(args []string) int {
-	start := time.Now()
-	fs := flag.NewFlagSet("crucible-js", flag.ContinueOnError)
-	l := fs.String("lang", lang.TypeScript, "")
-	name := fs.String("name", "main.ts", "")
-	heap := fs.Int64("heap", engine.DefaultHeap, "")
-	stack := fs.Int("stack", engine.DefaultStack, "")
-	warm := fs.Bool("warm", false, "")
-	timeout := fs.Duration("timeout", 0, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 && !*warm {
-		fmt.Fprintln(os.Stderr, "crucible-js: bad arguments")
-		return 2
-	}
-	o := engine.Options{
-		Heap: *heap, Stack: *stack,
-		Stdout: os.Stdout, Stderr: os.Stderr,
-		Env:  environ(),
-		Dirs: map[string]string{"/workspace": "/workspace", "/tmp": "/tmp"},
-		HTTP: httpClient(),
-	}
-	var out *lang.Outcome
-	if *warm {
-		out, start = warmRun(o, *timeout)
-	} else {
-		src, err := os.ReadFile(fs.Arg(0))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "crucible-js: %v\n", err)
-			return 2
-		}
-		ctx, cancel := programContext(start, *timeout)
-		out = engine.Run(ctx, string(src), *name, *l == lang.TypeScript, o)
-		cancel()
-	}
-	if b, err := json.Marshal(out); err == nil {
-		// fd 3 is the result channel; without one (run by hand) it is closed
-		// and the write fails, which is fine.
-		r := os.NewFile(3, "result")
-		_, _ = r.Write(b)
-	}
-	if out.Error != nil {
-		printError(out.Error)
-	}
-	switch {
-	case out.Error != nil && out.Error.Name == "TimeoutError":
-		// Only the deadline above interrupts the engine. The jail reports
-		// a timeout its own way (exit 124, SIGKILL, limits_hit "timeout"):
-		// rather than imitate that, wait for it, so that the user sees the
-		// same whichever stopped the program. By the timeout from start,
-		// and a second for its own delay, the jail has struck; else there
-		// is no jail (run by hand), and this says what it would have.
-		time.Sleep(time.Until(start.Add(*timeout)) + time.Second)
-		return jail.ExitTimeout
-	case out.Error != nil:
-		return 1
-	}
-	return 0
-}
-
-// warmRun readies an engine, then runs the job that arrives on stdin; its
-// arrival starts the timeout.
-func warmRun(o engine.Options, timeout time.Duration) (*lang.Outcome, time.Time) {
-	rt, err := engine.New(o)
-	if err != nil {
-		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}, time.Now()
-	}
-	engine.WarmUp()
-	var job Job
-	b, err := io.ReadAll(io.LimitReader(os.Stdin, maxJob))
-	if err == nil {
-		err = json.Unmarshal(b, &job)
-	}
-	start := time.Now()
-	if err != nil {
-		rt.Close()
-		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: "reading the job: " + err.Error()}}, start
-	}
-	ctx, cancel := programContext(start, timeout)
-	defer cancel()
-	return rt.Run(ctx, job.Source, job.Name, job.Lang == lang.TypeScript), start
-}
-
-// printError shows an uncaught error on stderr, as Deno or Node would.
-func printError(e *lang.Error) {
-	msg := "error: Uncaught " + e.Name
-	if e.Message != "" {
-		msg += ": " + e.Message
-	}
-	if e.Stack != "" {
-		msg += "\n" + e.Stack
-	}
-	fmt.Fprintln(os.Stderr, msg)
-}
-
-func environ() map[string]string {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
-}
-
-// httpClient is fetch's: no proxy from the environment (the jail's network
-// is the only way out), and the jail's resolver.
-func httpClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       30 * time.Second,
-		TLSHandshakeTimeout:   15 * time.Second,
-		ResponseHeaderTimeout: 0, // the execution's own timeout bounds it
-	}}
 }

@@ -1,6 +1,10 @@
 package js
 
-import "github.com/cruciblehq/crucible/lang"
+import (
+	"encoding/json"
+
+	"github.com/cruciblehq/crucible/lang"
+)
 
 func init() {
 	for _, l := range []struct {
@@ -18,6 +22,14 @@ func init() {
 				return Program(src, file, l.ts, Options{Heap: s.JSHeap, Stack: s.JSStack, Timeout: s.Timeout}), nil
 			},
 			Check: func(lang.Settings) (string, error) { return "embedded (QuickJS)", nil },
+			Warm: &lang.Warm{
+				Program: func(s lang.Settings) *lang.Program {
+					return WarmProgram(Options{Heap: s.JSHeap, Stack: s.JSStack, Timeout: s.Timeout})
+				},
+				Input: func(src []byte, file string) ([]byte, error) {
+					return json.Marshal(NewJob(src, file, l.ts))
+				},
+			},
 		})
 	}
 }

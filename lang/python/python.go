@@ -15,7 +15,7 @@ import (
 
 // Paths inside the jail.
 const (
-	dir    = "/crucible/python"
+	dir    = lang.Dir + "/python"
 	Main   = dir + "/main.py" // the program
 	runner = dir + "/run.py"
 	module = dir + "/lib/crucible.py"

@@ -1,4 +1,4 @@
-package js
+package worker
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/lang"
+	"github.com/cruciblehq/crucible/lang/js"
 )
 
 func TestMain(m *testing.M) {
@@ -35,8 +36,8 @@ func worker(t *testing.T, job []byte, pause time.Duration, args ...string) (int,
 	}
 	defer rr.Close()
 	var stdout, stderr bytes.Buffer
-	cmd := &exec.Cmd{Path: self, Args: append([]string{Worker}, args...), Stdout: &stdout, Stderr: &stderr, ExtraFiles: []*os.File{rw}}
-	for k, v := range workerEnv {
+	cmd := &exec.Cmd{Path: self, Args: append([]string{js.Worker}, args...), Stdout: &stdout, Stderr: &stderr, ExtraFiles: []*os.File{rw}}
+	for k, v := range js.WarmProgram(js.Options{}).Env { // what the jail's command gets
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	stdin, err := cmd.StdinPipe()
@@ -81,7 +82,7 @@ func TestWorkerTimeout(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q, outcome %+v", code, stdout, stderr, out.Error)
 	}
 
-	job, _ := json.Marshal(NewJob([]byte("console.log('start');\nfor (;;) {}\n"), "main.js", false))
+	job, _ := json.Marshal(js.NewJob([]byte("console.log('start');\nfor (;;) {}\n"), "main.js", false))
 	code, stdout, _, out = worker(t, job, 0, "-warm", "-timeout=2s")
 	if code != 124 || stdout != "start\n" || out.Error == nil || out.Error.Name != "TimeoutError" {
 		t.Errorf("warm: exit %d, stdout %q, outcome %+v", code, stdout, out.Error)
@@ -91,7 +92,7 @@ func TestWorkerTimeout(t *testing.T) {
 // A warm worker's timeout starts when its job arrives, as the jail's does:
 // a job sent long after the worker's birth still has its whole time.
 func TestWarmTimeoutStartsWithJob(t *testing.T) {
-	job, _ := json.Marshal(NewJob([]byte("return 'ok'"), "main.ts", true))
+	job, _ := json.Marshal(js.NewJob([]byte("return 'ok'"), "main.ts", true))
 	code, _, stderr, out := worker(t, job, 4*time.Second, "-warm", "-timeout=2s")
 	if code != 0 || out.Error != nil || string(out.Result) != `"ok"` {
 		t.Errorf("exit %d, outcome %s %+v, stderr %q", code, out.Result, out.Error, stderr)
