@@ -177,9 +177,9 @@ type flow struct {
 	up    net.Conn // the host's side, once dialed
 	upBr  *bufio.Reader
 	upLim io.LimitedReader
-	// toJail buffers HTTP responses to c.
-	toJail *bufio.Writer
-	idle   *time.Timer
+	// The HTTP relay's buffers, each way: see startHTTP.
+	toJail, toUp *bufio.Writer
+	idle         *time.Timer
 	// Bytes of this connection, each way.
 	out, in atomic.Int64
 }
@@ -311,13 +311,27 @@ func (f *flow) serveHTTP() {
 			f.deny(KindHostMismatch, fmt.Sprintf("the HTTP Host %q is not %s", truncate(req.Host, 100), f.name+":"+strconv.Itoa(int(f.dst.Port()))), true)
 			return
 		}
-		if first && !f.connect(true) {
-			return
+		if first {
+			if !f.connect(true) {
+				return
+			}
+			f.startHTTP()
 		}
 		if !f.exchange(req) {
 			return
 		}
 	}
+}
+
+// startHTTP sets up the HTTP relay's buffers. Each is flushed before the
+// relay next reads the network the other way, its only wait: a streamed body
+// (server-sent events, a long poll, an upload made as it goes) is never held
+// back, while a head and a body that arrived together leave together.
+func (f *flow) startHTTP() {
+	f.toUp = bufio.NewWriterSize(f.up, 32<<10)
+	f.toJail = bufio.NewWriterSize(f.c, 32<<10)
+	f.lim.R = flushFirst{f.lim.R, f.toUp}
+	f.upLim.R = flushFirst{f.upLim.R, f.toJail}
 }
 
 // exchange forwards one request and its response; false ends the connection.
@@ -327,15 +341,8 @@ func (f *flow) exchange(req *http.Request) bool {
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""}
 	}
-	up := bufio.NewWriterSize(f.up, 32<<10)
-	if req.Body != http.NoBody { // NoBody tells Write there is none
-		req.Body = flushing{req.Body, up, f.br}
-	}
-	if req.Write(up) != nil || up.Flush() != nil {
+	if req.Write(bufWriter{f.toUp}) != nil || f.toUp.Flush() != nil {
 		return false
-	}
-	if f.toJail == nil {
-		f.toJail = bufio.NewWriterSize(f.c, 32<<10)
 	}
 	for {
 		f.upLim.N = maxHead
@@ -348,14 +355,13 @@ func (f *flow) exchange(req *http.Request) bool {
 			// The connection now speaks another protocol (a WebSocket):
 			// relay its bytes as they are.
 			resp.Body = nil
-			if resp.Write(f.toJail) != nil || f.toJail.Flush() != nil {
+			if resp.Write(bufWriter{f.toJail}) != nil || f.toJail.Flush() != nil {
 				return false
 			}
 			f.pipe(f.br, f.up)
 			return false
 		}
-		resp.Body = flushing{resp.Body, f.toJail, f.upBr}
-		err = resp.Write(f.toJail)
+		err = resp.Write(bufWriter{f.toJail})
 		_ = resp.Body.Close()
 		if err != nil || f.toJail.Flush() != nil {
 			return false
@@ -366,23 +372,31 @@ func (f *flow) exchange(req *http.Request) bool {
 	}
 }
 
-// flushing is a message body being relayed through w: w is flushed before
-// any read of the body that may block, so a streamed body (server-sent
-// events, a long poll) is never held back, while a head and a body that
-// arrived together leave in one segment.
-type flushing struct {
-	io.ReadCloser
-	w   *bufio.Writer
-	src *bufio.Reader // what the body is read from
+// bufWriter is a bufio.Writer without its ReadFrom. Request.Write and
+// Response.Write copy a body into a *bufio.Writer with ReadFrom, which reads
+// straight into the writer's free buffer; a flush of that same writer during
+// the read (flushFirst's, when the body waits for the network) moves the
+// buffer's start, and the body lands over the head already sent. Without
+// ReadFrom the copy reads into a buffer of its own. WriteByte keeps
+// Request.Write from wrapping it in a bufio.Writer of its own, which would
+// hold the head back where no flush reaches it.
+type bufWriter struct{ b *bufio.Writer }
+
+func (w bufWriter) Write(p []byte) (int, error)       { return w.b.Write(p) }
+func (w bufWriter) WriteByte(c byte) error            { return w.b.WriteByte(c) }
+func (w bufWriter) WriteString(s string) (int, error) { return w.b.WriteString(s) }
+
+// flushFirst flushes w before each read of r: see startHTTP.
+type flushFirst struct {
+	r io.Reader
+	w *bufio.Writer
 }
 
-func (b flushing) Read(p []byte) (int, error) {
-	if b.src.Buffered() == 0 {
-		if err := b.w.Flush(); err != nil {
-			return 0, err
-		}
+func (f flushFirst) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, err
 	}
-	return b.ReadCloser.Read(p)
+	return f.r.Read(p)
 }
 
 // connect asks the policy, resolves the name itself, checks the addresses

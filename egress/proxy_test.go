@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,13 +28,49 @@ type proxyFix struct {
 	rec  *recorder
 }
 
+// testDeadline bounds every wait of these tests: long enough for a slow VM
+// under the race detector, short enough that a relay that holds bytes back
+// fails the test instead of hanging it.
+const testDeadline = 30 * time.Second
+
 // newProxyFix starts upstream on loopback and a proxy whose policy allows
 // svc on its port, pinned to 127.0.0.1.
-func newProxyFix(t *testing.T, h http.Handler, lim Limits) *proxyFix {
+func newProxyFix(t testing.TB, h http.Handler, lim Limits) *proxyFix {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	port := netip.MustParseAddrPort(srv.Listener.Addr().String()).Port()
+	return proxyTo(t, srv.Listener.Addr(), lim)
+}
+
+// newRawFix is newProxyFix with an upstream that speaks raw bytes: serve
+// runs on each connection the proxy opens, and decides what is sent when.
+// It runs on its own goroutine: it reports through channels, not t.
+func newRawFix(t testing.TB, serve func(net.Conn), lim Limits) *proxyFix {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(testDeadline))
+				serve(c)
+			}()
+		}
+	}()
+	return proxyTo(t, ln.Addr(), lim)
+}
+
+func proxyTo(t testing.TB, upstream net.Addr, lim Limits) *proxyFix {
+	t.Helper()
+	port := netip.MustParseAddrPort(upstream.String()).Port()
 	pol, err := netpolicy.Compile(netpolicy.Rules{
 		Allow:        []string{fmt.Sprintf("%s:%d", svc, port)},
 		Hosts:        map[string]netip.Addr{svc: netip.MustParseAddr("127.0.0.1")},
@@ -50,33 +87,55 @@ func newProxyFix(t *testing.T, h http.Handler, lim Limits) *proxyFix {
 
 // dial hands the proxy a new connection from "the jail" to svc, and returns
 // the jail's end.
-func (f *proxyFix) dial(t *testing.T) net.Conn {
+func (f *proxyFix) dial(t testing.TB) net.Conn {
+	return f.dialWrap(t, nil)
+}
+
+// dialWrap is dial with the proxy's end of the connection wrapped, to watch
+// what the proxy does with it.
+func (f *proxyFix) dialWrap(t testing.TB, wrap func(net.Conn) net.Conn) net.Conn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	jail, err := net.Dial("tcp", ln.Addr().String())
+	jail, err := f.open(wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { jail.Close() })
+	return jail
+}
+
+// open is dial for any goroutine: it returns its error, and the caller
+// closes the connection.
+func (f *proxyFix) open(wrap func(net.Conn) net.Conn) (net.Conn, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	jail, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return nil, err
+	}
 	c, err := ln.Accept()
 	if err != nil {
-		t.Fatal(err)
+		jail.Close()
+		return nil, err
 	}
 	if !f.p.begin() || !f.p.track(c) {
-		t.Fatal("the proxy is shut down")
+		jail.Close()
+		return nil, errors.New("the proxy is shut down")
+	}
+	proxySide := c
+	if wrap != nil {
+		proxySide = wrap(c)
 	}
 	go func() {
 		defer f.p.wg.Done()
 		defer f.p.untrack(c)
 		dst := netip.AddrPortFrom(netip.MustParseAddr("198.18.0.2"), f.port)
-		f.p.serve(c, func() { _ = c.(*net.TCPConn).SetLinger(0); c.Close() }, svc, dst)
+		f.p.serve(proxySide, func() { _ = c.(*net.TCPConn).SetLinger(0); c.Close() }, svc, dst)
 	}()
-	_ = jail.SetDeadline(time.Now().Add(10 * time.Second))
-	return jail
+	_ = jail.SetDeadline(time.Now().Add(testDeadline))
+	return jail, nil
 }
 
 // TestProxyRelaysUnchanged: requests reach the host as the jail wrote them
