@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -334,42 +335,116 @@ func (f *flow) startHTTP() {
 	f.upLim.R = flushFirst{f.upLim.R, f.toJail}
 }
 
-// exchange forwards one request and its response; false ends the connection.
+// exchange forwards one request and the responses to it; false ends the
+// connection. The request goes out on its own goroutine while the responses
+// come back: a client that sends Expect: 100-continue waits for the 100
+// before it sends its body.
 func (f *flow) exchange(req *http.Request) bool {
-	defer func() { _ = req.Body.Close() }()
 	// Request.Write would add a User-Agent the client did not send.
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""}
 	}
-	if req.Write(bufWriter{f.toUp}) != nil || f.toUp.Flush() != nil {
+	body := &reqBody{ReadCloser: req.Body, left: req.ContentLength}
+	if req.Body == http.NoBody { // NoBody tells Write there is none
+		body.whole.Store(true)
+	} else {
+		req.Body = body
+	}
+	sent := make(chan error, 1)
+	go func() { sent <- f.send(req) }()
+	keep, upgrade := f.answer(req, body)
+	if !keep {
+		// Stop the sender: it may be waiting for a body the client will
+		// not send now that it has its answer, or on a host that does not
+		// read it.
+		_ = f.c.SetReadDeadline(time.Now())
+		f.up.Close()
+	}
+	if err := <-sent; err != nil || !keep {
 		return false
 	}
+	if upgrade {
+		f.pipe(f.br, f.up)
+		return false
+	}
+	return true
+}
+
+// send writes req to the host. If the request itself failed (the jail's
+// side broke, or the byte limit cut it) rather than the host's side, it
+// closes the host's side, which would otherwise wait for the rest, or
+// answer a request the jail never sent whole.
+func (f *flow) send(req *http.Request) error {
+	err := req.Write(bufWriter{f.toUp})
+	if err == nil {
+		err = f.toUp.Flush()
+	}
+	// A failed write to the host stays in toUp: Flush returns it again.
+	if err != nil {
+		if werr := f.toUp.Flush(); werr == nil || errors.Is(werr, errLimit) {
+			f.up.Close()
+		}
+	}
+	return err
+}
+
+// answer relays the host's responses to req: each 1xx as it comes, then the
+// final one. keep reports whether the connection may carry another request,
+// upgrade whether it now speaks another protocol.
+func (f *flow) answer(req *http.Request, body *reqBody) (keep, upgrade bool) {
 	for {
 		f.upLim.N = maxHead
 		resp, err := http.ReadResponse(f.upBr, req)
 		if err != nil {
-			return false
+			return false, false
 		}
 		f.upLim.N = math.MaxInt64
-		if resp.StatusCode == http.StatusSwitchingProtocols {
+		switch {
+		case resp.StatusCode == http.StatusSwitchingProtocols:
 			// The connection now speaks another protocol (a WebSocket):
-			// relay its bytes as they are.
-			resp.Body = nil
-			if resp.Write(bufWriter{f.toJail}) != nil || f.toJail.Flush() != nil {
-				return false
+			// exchange relays its bytes as they are.
+			err := writeHead(f.toJail, resp, false)
+			return err == nil && f.toJail.Flush() == nil && body.whole.Load(), true
+		case resp.StatusCode < 200:
+			// Flushed before the next response is read.
+			if writeHead(f.toJail, resp, false) != nil {
+				return false, false
 			}
-			f.pipe(f.br, f.up)
-			return false
+			continue
 		}
-		err = resp.Write(bufWriter{f.toJail})
+		// An answer that comes before the client sent its whole body (a
+		// 417 or 401 to Expect: 100-continue, a host that refuses without
+		// reading): the rest of the body will not come, or would be read as
+		// the next request. The connection ends, and the jail is told.
+		early := !body.whole.Load()
+		tell := early && !resp.Close
+		resp.Close = resp.Close || early
+		if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+			err = writeHead(f.toJail, resp, tell)
+		} else {
+			err = resp.Write(bufWriter{f.toJail})
+		}
 		_ = resp.Body.Close()
 		if err != nil || f.toJail.Flush() != nil {
-			return false
+			return false, false
 		}
-		if resp.StatusCode >= 200 {
-			return !resp.Close && !req.Close
-		}
+		return !resp.Close && !req.Close, false
 	}
+}
+
+// writeHead writes a response that has no body (1xx, 204, 304) as it came,
+// adding Connection: close if told to. Response.Write would add a
+// Content-Length: 0 to one that answers a POST, which RFC 9110 forbids in a
+// 1xx or 204 and which in a 304 misdescribes the resource.
+func writeHead(w *bufio.Writer, r *http.Response, addClose bool) error {
+	_, reason, _ := strings.Cut(r.Status, " ")
+	fmt.Fprintf(w, "HTTP/%d.%d %03d %s\r\n", r.ProtoMajor, r.ProtoMinor, r.StatusCode, reason)
+	_ = r.Header.Write(w)
+	if addClose {
+		_, _ = w.WriteString("Connection: close\r\n")
+	}
+	_, err := w.WriteString("\r\n") // a bufio.Writer's errors are sticky
+	return err
 }
 
 // bufWriter is a bufio.Writer without its ReadFrom. Request.Write and
@@ -397,6 +472,24 @@ func (f flushFirst) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return f.r.Read(p)
+}
+
+// reqBody is a request's body as send reads it from the jail. whole is set
+// by the read that completes it, before its last bytes go out: a response
+// that finds it unset came before the client had sent its whole body.
+type reqBody struct {
+	io.ReadCloser
+	left  int64 // bytes to come, when the length is known; else negative
+	whole atomic.Bool
+}
+
+func (b *reqBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left == 0 || err == io.EOF {
+		b.whole.Store(true)
+	}
+	return n, err
 }
 
 // connect asks the policy, resolves the name itself, checks the addresses

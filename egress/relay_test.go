@@ -1,8 +1,9 @@
 package egress
 
 // The HTTP relay under the network's real shapes: heads and bodies in
-// separate segments, bodies in parts, and random segmentation of whole
-// conversations.
+// separate segments, bodies in parts, 1xx responses, responses without a
+// body, answers that come before the request's body, and random
+// segmentation of whole conversations.
 
 import (
 	"bufio"
@@ -12,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -201,6 +203,245 @@ func TestRelayOneWrite(t *testing.T) {
 	}
 	if n := w.n.Load(); n != 1 {
 		t.Errorf("the answer took %d writes, want 1", n)
+	}
+}
+
+// TestRelayExpectContinue: a client that sends Expect: 100-continue gets the
+// host's 100 Continue before it sends its body, then the answer, and the
+// connection carries on. The relay once wrote the whole request before
+// reading any response: the client waited for a 100 that never came.
+func TestRelayExpectContinue(t *testing.T) {
+	f := newProxyFix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body) // the server sends 100 Continue on this read
+		fmt.Fprintf(w, "%s %s", r.Method, b)
+	}), Limits{})
+	c := f.dial(t)
+	br := bufio.NewReader(c)
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n", svc, f.port)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no 100 Continue before the body: %v", err)
+	}
+	if resp.StatusCode != http.StatusContinue {
+		t.Fatalf("status %d before the body, want 100", resp.StatusCode)
+	}
+	if _, ok := resp.Header["Content-Length"]; ok {
+		t.Error("a Content-Length in a 1xx response (RFC 9110 forbids it)")
+	}
+	_, _ = io.WriteString(c, "hello")
+	for _, want := range []string{"POST hello", "GET "} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || string(b) != want {
+			t.Errorf("response %d %q, want 200 %q", resp.StatusCode, b, want)
+		}
+		if want == "POST hello" {
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s:%d\r\n\r\n", svc, f.port)
+		}
+	}
+}
+
+// TestRelayExpectContinueClient: Go's own client, told to wait a minute for
+// 100 Continue, gets it through the relay.
+func TestRelayExpectContinueClient(t *testing.T) {
+	f := newProxyFix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d", len(b))
+	}), Limits{})
+	tr := &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) {
+			return f.open(nil)
+		},
+		ExpectContinueTimeout: time.Minute,
+		ResponseHeaderTimeout: testDeadline,
+	}
+	defer tr.CloseIdleConnections()
+	var got100 atomic.Bool
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{Got100Continue: func() { got100.Store(true) }})
+	body := strings.Repeat("x", 1<<20)
+	req, err := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("http://%s:%d/", svc, f.port), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Expect", "100-continue")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != fmt.Sprint(len(body)) || !got100.Load() {
+		t.Errorf("the host read %s bytes, want %d; 100 Continue seen: %v", b, len(body), got100.Load())
+	}
+}
+
+// TestRelayEarlyAnswer: a host that answers before it has the request's
+// body (a 417 to Expect, a 401 at once) is heard at once, and since the
+// rest of the body will not follow, the relay says it closes the connection
+// and does.
+func TestRelayEarlyAnswer(t *testing.T) {
+	t.Run("417 to Expect", func(t *testing.T) {
+		f := newProxyFix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusExpectationFailed)
+			_, _ = io.WriteString(w, "no")
+		}), Limits{})
+		c := f.dial(t)
+		fmt.Fprintf(c, "PUT / HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n", svc, f.port)
+		checkEarly(t, c, http.StatusExpectationFailed, "no")
+	})
+	t.Run("401 keeping the connection", func(t *testing.T) {
+		f := newRawFix(t, func(c net.Conn) {
+			if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 4\r\n\r\nauth")
+			_, _ = io.Copy(io.Discard, c)
+		}, Limits{})
+		c := f.dial(t)
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: 100000\r\n\r\n", svc, f.port)
+		checkEarly(t, c, http.StatusUnauthorized, "auth")
+	})
+}
+
+func checkEarly(t *testing.T, c net.Conn, status int, body string) {
+	t.Helper()
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer before the body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status || string(b) != body || !resp.Close {
+		t.Errorf("response %d %q (closing: %v), want %d %q closing", resp.StatusCode, b, resp.Close, status, body)
+	}
+	if rest, err := io.ReadAll(br); len(rest) > 0 || (err != nil && !isClosed(err)) {
+		t.Errorf("after the answer: %q, %v; want the end", rest, err)
+	}
+}
+
+// TestRelayIdleMidRequest: a client that stops in the middle of its body,
+// while the host waits for the rest, is ended by the idle limit, both
+// goroutines of the exchange with it.
+func TestRelayIdleMidRequest(t *testing.T) {
+	f := newRawFix(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) }, Limits{IdleTimeout: time.Second})
+	c := f.dial(t)
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\nabc", svc, f.port)
+	if b, err := io.ReadAll(c); len(b) > 0 || (err != nil && !isClosed(err)) {
+		t.Fatalf("the jail got %q, %v; want the end", b, err)
+	}
+	var n int
+	for _, e := range f.rec.take() {
+		if e.Kind == KindLimit && strings.Contains(e.Reason, "no traffic") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d idle events, want 1", n)
+	}
+}
+
+// TestRelayNoBody: responses that carry no body whatever their headers say
+// (to HEAD; 204; 304) are relayed without waiting for one or inventing
+// one, as they came, and the connection carries on.
+func TestRelayNoBody(t *testing.T) {
+	answers := map[string]string{
+		"HEAD /":     "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\nX-A: b\r\n\r\n",
+		"GET /204":   "HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n",
+		"GET /304":   "HTTP/1.1 304 Not Modified\r\nContent-Length: 1234\r\nEtag: \"v1\"\r\n\r\n",
+		"POST /204":  "HTTP/1.1 204 No Content\r\n\r\n",
+		"GET /last":  "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HEAD /te":   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"PUT /304":   "HTTP/1.1 304 Not Modified\r\n\r\n",
+		"DELETE /20": "HTTP/1.1 204 No Content\r\n\r\n",
+	}
+	f := newRawFix(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			_, _ = io.WriteString(c, answers[req.Method+" "+req.URL.Path])
+		}
+	}, Limits{})
+	c := f.dial(t)
+	br := bufio.NewReader(c)
+	for _, tc := range []struct {
+		req      string
+		status   int
+		length   string // the Content-Length header the jail must see
+		body     string
+		chunked  bool
+		sendBody string
+	}{
+		{"HEAD /", 200, "1234", "", false, ""},
+		{"GET /204", 204, "", "", false, ""},
+		{"GET /304", 304, "1234", "", false, ""},
+		{"POST /204", 204, "", "", false, "hi"},
+		{"HEAD /te", 200, "", "", true, ""},
+		{"PUT /304", 304, "", "", false, "data"},
+		{"DELETE /20", 204, "", "", false, ""},
+		{"GET /last", 200, "2", "ok", false, ""},
+	} {
+		method, path, _ := strings.Cut(tc.req, " ")
+		framing := ""
+		if tc.sendBody != "" {
+			framing = fmt.Sprintf("Content-Length: %d\r\n", len(tc.sendBody))
+		}
+		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: %s:%d\r\n%s\r\n%s", method, path, svc, f.port, framing, tc.sendBody)
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.req, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		length := strings.Join(resp.Header["Content-Length"], ",")
+		if resp.StatusCode != tc.status || string(b) != tc.body || length != tc.length || (len(resp.TransferEncoding) > 0) != tc.chunked {
+			t.Errorf("%s: %d %q Content-Length %q Transfer-Encoding %q; want %d %q %q chunked %v",
+				tc.req, resp.StatusCode, b, length, resp.TransferEncoding, tc.status, tc.body, tc.length, tc.chunked)
+		}
+	}
+}
+
+// TestRelayEarlyHints: a 103 reaches the jail when it comes, before the
+// final response (which the host sends only once the jail has the 103).
+func TestRelayEarlyHints(t *testing.T) {
+	next := make(chan struct{}, 1)
+	f := newRawFix(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+			if _, ok := await(t.Context(), next); !ok {
+				return
+			}
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	}, Limits{})
+	c := f.dial(t)
+	br := bufio.NewReader(c)
+	for range 2 { // the connection is kept for a second request
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s:%d\r\n\r\n", svc, f.port)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("no 103 before the answer: %v", err)
+		}
+		if resp.StatusCode != http.StatusEarlyHints || resp.Header.Get("Link") != "</style.css>; rel=preload" {
+			t.Fatalf("got %d %v, want the 103", resp.StatusCode, resp.Header)
+		}
+		next <- struct{}{}
+		resp, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(b) != "ok" {
+			t.Fatalf("answer %d %q", resp.StatusCode, b)
+		}
 	}
 }
 
