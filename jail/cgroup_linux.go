@@ -181,24 +181,36 @@ func newCgroup(l cgroupLimits) (*cgroup, error) {
 	return cg, nil
 }
 
+// limit writes the bounds of l that are not zero; a zero leaves the new
+// cgroup's default, which is no limit.
 func (c *cgroup) limit(l cgroupLimits) error {
-	period := 100000
-	quota := int(l.CPUs * float64(period))
-	if quota < 1000 {
-		quota = 1000 // the kernel's minimum
-	}
-	mem := strconv.FormatInt(l.Memory, 10)
 	type setting struct{ dir, file, value string }
 	var ss []setting
+	const period = 100000
+	quota := strconv.Itoa(max(int(l.CPUs*period), 1000)) // 1000: the kernel's minimum
+	mem := strconv.FormatInt(l.Memory, 10)
 	if c.v2 {
 		d := c.dirs[0]
-		ss = []setting{{d, "memory.max", mem}, {d, "memory.swap.max", "0"}, {d, "pids.max", strconv.Itoa(l.Pids)},
-			{d, "cpu.max", fmt.Sprintf("%d %d", quota, period)}}
+		if l.Memory > 0 {
+			ss = append(ss, setting{d, "memory.max", mem}, setting{d, "memory.swap.max", "0"})
+		}
+		if l.Pids > 0 {
+			ss = append(ss, setting{d, "pids.max", strconv.Itoa(l.Pids)})
+		}
+		if l.CPUs > 0 {
+			ss = append(ss, setting{d, "cpu.max", quota + " " + strconv.Itoa(period)})
+		}
 	} else {
 		m, p, cpu := c.dirs[0], c.dirs[1], c.dirs[2]
-		ss = []setting{{m, "memory.limit_in_bytes", mem}, {m, "memory.memsw.limit_in_bytes", mem}, {m, "memory.swappiness", "0"},
-			{p, "pids.max", strconv.Itoa(l.Pids)},
-			{cpu, "cpu.cfs_period_us", strconv.Itoa(period)}, {cpu, "cpu.cfs_quota_us", strconv.Itoa(quota)}}
+		if l.Memory > 0 {
+			ss = append(ss, setting{m, "memory.limit_in_bytes", mem}, setting{m, "memory.memsw.limit_in_bytes", mem}, setting{m, "memory.swappiness", "0"})
+		}
+		if l.Pids > 0 {
+			ss = append(ss, setting{p, "pids.max", strconv.Itoa(l.Pids)})
+		}
+		if l.CPUs > 0 {
+			ss = append(ss, setting{cpu, "cpu.cfs_period_us", strconv.Itoa(period)}, setting{cpu, "cpu.cfs_quota_us", quota})
+		}
 	}
 	for _, s := range ss {
 		path := filepath.Join(s.dir, s.file)
@@ -213,16 +225,12 @@ func (c *cgroup) limit(l cgroupLimits) error {
 	return nil
 }
 
-// enter moves the calling thread into the cgroup, and leave moves it back to
-// where it came from (cgroup v1 only, where membership is per thread). "0"
-// means the writing thread itself.
-func (c *cgroup) enter() error { return moveThread(c.dirs, "joining the cgroup") }
-func (c *cgroup) leave() error { return moveThread(c.parents, "leaving the cgroup") }
-
-func moveThread(dirs []string, doing string) error {
-	for _, d := range dirs {
-		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte("0"), 0); err != nil {
-			return fmt.Errorf("%s: %w", doing, pathless(err))
+// place moves the process pid, every thread of it, into the cgroup (cgroup
+// v1 only; on v2 the clone itself places it).
+func (c *cgroup) place(pid int) error {
+	for _, d := range c.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("joining the cgroup: %w", pathless(err))
 		}
 	}
 	return nil

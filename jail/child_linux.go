@@ -43,10 +43,15 @@ func Hook() {
 	}
 }
 
-// fail reports a setup error to the supervisor and returns ExitSetup.
+// fail reports a setup error to the supervisor and returns ExitSetup. Its
+// message must name no host path: it may reach the model.
 func fail(layer, format string, args ...any) int {
+	return failWith(&SetupError{Layer: layer, Msg: fmt.Sprintf(format, args...), Fix: fixes[layer]})
+}
+
+func failWith(se *SetupError) int {
 	// Best effort: if the supervisor is gone there is no one to tell.
-	_ = send(childMsg{Error: &SetupError{Layer: layer, Msg: fmt.Sprintf(format, args...), Fix: fixes[layer]}}, -1)
+	_ = send(childMsg{Error: se}, -1)
 	return ExitSetup
 }
 
@@ -55,7 +60,6 @@ var fixes = map[string]string{
 	LayerLandlock:      "boot a kernel with Landlock enabled (lsm=...,landlock), or pass --allow-degraded landlock",
 	LayerSeccompNotify: "use Linux 5.0 or later, or pass --allow-degraded seccomp_notify",
 	"seccomp":          "use a kernel built with CONFIG_SECCOMP_FILTER",
-	"mount":            "check the paths given to bind; run 'crucible doctor' (Linux 5.12 or later is needed)",
 }
 
 func readSpec() (*childSpec, error) {
@@ -96,7 +100,7 @@ func initMain() int {
 		return fail("uts", "sethostname: %v", err)
 	}
 	if err := setupRoot(s); err != nil {
-		return fail("mount", "%v", err)
+		return failWith(mountError(err))
 	}
 	if err := loopbackUp(); err != nil {
 		return fail("network", "bringing up lo: %v", err)
@@ -140,6 +144,10 @@ func initMain() int {
 	// os/exec would spend a test fork probing pidfd support.
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{argExec}, attr)
 	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return failWith(cloneError(errno, "the command's process"))
+		}
 		return fail("init", "starting the command's process: %v", err)
 	}
 	r.Close()
@@ -181,6 +189,9 @@ func execMain() {
 	if err := dropPrivileges(s); err != nil {
 		os.Exit(fail("capabilities", "%v", err))
 	}
+	// What goes wrong from here on is the command's own (a name not found,
+	// a directory missing) and is reported as a shell would, on its stderr,
+	// with the shell's exit codes.
 	path, err := lookPath(s.Args[0], envValue(s.Env, "PATH"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crucible: %s: %v\n", s.Args[0], err)
@@ -228,10 +239,13 @@ func execMain() {
 		}
 	}
 	err = unix.Exec(path, s.Args, s.Env)
-	fmt.Fprintf(os.Stderr, "crucible: %s: %v\n", s.Args[0], err)
 	if errors.Is(err, unix.ENOENT) {
+		// The program, or the interpreter or loader it names, is not in
+		// the jail, which has only the host's /usr and what is bound.
+		fmt.Fprintf(os.Stderr, "crucible: %s: not found in the jail (it sees the host's /usr and the paths bound into it)\n", s.Args[0])
 		os.Exit(127)
 	}
+	fmt.Fprintf(os.Stderr, "crucible: %s: %v\n", s.Args[0], err)
 	os.Exit(126)
 }
 
@@ -249,7 +263,7 @@ func lookPath(name, path string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("command not found")
+	return "", errors.New("command not found in the jail's PATH")
 }
 
 // errnoInsteadOfNotify turns every "ask the supervisor" verdict of prog into

@@ -111,6 +111,9 @@ func Diagnose(ctx context.Context) []Check {
 	switch {
 	case errors.As(err, &se):
 		run.Status, run.Detail, run.Fix = StatusMissing, se.Layer+": "+se.Msg, se.Fix
+		if se.Detail != "" {
+			run.Detail += " (" + se.Detail + ")" // doctor's report is the operator's
+		}
 	case err != nil:
 		run.Status, run.Detail = StatusMissing, err.Error()
 	case r.ExitCode != 0 || strings.TrimSpace(out.String()) != "ok":

@@ -29,6 +29,14 @@ const (
 	LayerSeccompNotify = "seccomp_notify"
 )
 
+// Layers that a SetupError may name besides those above, for failures a
+// caller may want to tell apart: a limit too small for the jail itself.
+const (
+	LayerPids   = "pids"   // the pids limit left no room for a process
+	LayerMemory = "memory" // there was no memory for a process
+	LayerUserns = "userns" // user namespaces cannot be created
+)
+
 // Sandbox identity: the uid/gid the command runs as inside the jail.
 const (
 	SandboxUID  = 1000
@@ -41,7 +49,8 @@ const (
 var ErrUnsupported = errors.New("jail: only supported on Linux")
 
 // Spec describes one execution. The zero value of each limit means "no limit
-// of that kind"; the sandbox package always sets them.
+// of that kind" (nothing is written to the cgroup for it); the sandbox
+// package always sets them. A negative limit is refused.
 type Spec struct {
 	Args []string // the command; Args[0] is looked up in PATH inside the jail
 	Env  []string // the command's whole environment, "K=V"
@@ -54,11 +63,17 @@ type Spec struct {
 
 	Timeout   time.Duration // wall time, from the start, or from Begin
 	Memory    int64         // bytes, memory+swap
-	Pids      int           // processes and threads
+	Pids      int           // processes and threads, the jail's own included: 0, or at least MinPids
 	CPUs      float64       // CPU quota in cores
 	MaxOutput int64         // per stream; the rest is read and dropped
 
-	Stdin          io.Reader // nil means /dev/null
+	// Stdin, if not nil, is copied to the command's standard input until
+	// it ends or the jail does. Reading stops with the jail: a Read still
+	// blocked then is cut short if Stdin has SetReadDeadline (a pipe, a
+	// connection), whose deadline is cleared again; any other reader must
+	// return by itself (an io.Pipe its writer closes), and what it returns
+	// after the jail has ended is dropped.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer // nil means discard; one writer for both shares one MaxOutput
 
 	// Result, if not nil, receives what the command writes to its fd 3 (up
@@ -123,12 +138,22 @@ type Violation struct {
 	Reason  string
 }
 
-// SetupError says that a layer of the jail could not be set up. It is safe to
-// show to the model: it names the layer and the fix, never a host path.
+// MinPids is the smallest Spec.Pids the jail can run under. The pids limit
+// counts the jail's own processes too: init, and the stage that execs the
+// command, both Go programs with a few threads each, hold up to 10 tasks
+// at once (measured; see TestPidsFloor); the rest is margin. A lower
+// non-zero limit is refused with a SetupError of LayerPids rather than let
+// the jail's own runtime fail to start a thread.
+const MinPids = 16
+
+// SetupError says that a layer of the jail could not be set up. Its Error
+// is safe to show to the model: it names the layer and the fix, never a
+// host path; Detail, for the operator's log only, may.
 type SetupError struct {
-	Layer string // "userns", "mount", "cgroup", "landlock", "seccomp", ...
-	Msg   string // what failed
-	Fix   string // what the operator can do
+	Layer  string // "userns", "pids", "memory", "mount", "cgroup", "landlock", "seccomp", ...
+	Msg    string // what failed
+	Fix    string // what the operator can do
+	Detail string `json:",omitempty"` // the internal error, host paths and all: never for the model
 }
 
 func (e *SetupError) Error() string {

@@ -47,12 +47,30 @@ func underFilesDir(p string) bool {
 
 // Run executes s.Args in a new jail and waits for it. A *SetupError means the
 // jail could not be built (nothing of the command ran); any other error is the
-// caller's (a cancelled ctx).
+// caller's: a bad Spec, or ctx, which ended the jail before the command had
+// ended by itself. A command that had ended first is reported as it ended,
+// as os/exec does.
 func Run(ctx context.Context, s *Spec) (*Result, error) {
-	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if len(s.Args) == 0 || s.Args[0] == "" {
 		return nil, errors.New("jail: no command given")
 	}
+	if s.Memory < 0 || s.Pids < 0 || !(s.CPUs >= 0) || s.Timeout < 0 {
+		return nil, errors.New("jail: a negative limit")
+	}
+	if s.Pids > 0 && s.Pids < MinPids {
+		return nil, &SetupError{Layer: LayerPids,
+			Msg: fmt.Sprintf("a limit of %d processes and threads is too low: the jail's own processes count against it and need a limit of at least %d", s.Pids, MinPids),
+			Fix: fmt.Sprintf("set the pids limit to %d or more", MinPids)}
+	}
+	return run(ctx, s)
+}
+
+// run is Run without the checks of its limits.
+func run(ctx context.Context, s *Spec) (*Result, error) {
+	start := time.Now()
 	for _, f := range s.Files {
 		if !underFilesDir(f.Path) {
 			return nil, fmt.Errorf("jail: file %q is not a clean path under %s", f.Path, FilesDir)
@@ -115,7 +133,9 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 		// The jail has exited: nothing uses its network any more.
 		_ = x.net.Close()
 	}
-	if ctx.Err() != nil && !x.timedOut.Load() {
+	if x.cancel.Load() && x.mon.exit == nil && x.mon.setupErr == nil {
+		// Our kill, for ctx, ended the jail before init could report the
+		// command's end: the command did not finish.
 		return nil, ctx.Err()
 	}
 	res, err := x.result()
@@ -135,8 +155,10 @@ type execution struct {
 	outputs  []*capWriter   // stdout, stderr and the result channel
 	copies   sync.WaitGroup // until the outputs have everything
 	mon      monitor
-	timedOut atomic.Bool
-	net      io.Closer // the jail's network, if it has one
+	timedOut atomic.Bool // the timeout killed init
+	cancel   atomic.Bool // ctx killed init
+	net      io.Closer   // the jail's network, if it has one
+	stdin    *stdinCopy  // nil without Spec.Stdin
 }
 
 // start starts the jail's init and hands it its spec; when it returns nil,
@@ -237,8 +259,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 	}
 	if s.Stdin != nil {
 		// Stdin reaches the jail through a pipe of ours, never the caller's
-		// own descriptor, which may be a terminal. The copy is not waited
-		// for, so a terminal nobody types into does not hold us up.
+		// own descriptor, which may be a terminal.
 		r, w, err := os.Pipe()
 		if err != nil {
 			return fmt.Errorf("jail: stdin pipe: %w", err)
@@ -251,10 +272,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			}
 		}
 		x.cmd.Stdin = r
-		go func() {
-			_, _ = io.Copy(w, s.Stdin)
-			w.Close()
-		}()
+		x.stdin = copyStdin(w, s.Stdin)
 	}
 	if x.cg != nil && x.cg.v2 {
 		x.cmd.SysProcAttr.UseCgroupFD = true
@@ -264,14 +282,30 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 	err = x.fork()
 	closeChildFiles()
 	if err != nil {
+		if x.stdin != nil {
+			x.stdin.stop()
+		}
 		return err
+	}
+	if x.cg != nil && !x.cg.v2 {
+		// cgroup v1 has no CLONE_INTO_CGROUP: init is placed once it
+		// exists, as runc does, rather than cloned by a supervisor thread
+		// sitting in the jail's cgroups, where the jail's memory limit could
+		// make the OOM killer pick the supervisor. Nothing goes unconfined:
+		// init does nothing before it reads its spec, which is written
+		// below, after this; everything the command is comes from that spec
+		// and is forked by init. What init's runtime took before moving stays
+		// charged to our cgroup: it is ours, not the command's.
+		if err := x.cg.place(x.cmd.Process.Pid); err != nil {
+			x.abort()
+			return &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
+		}
 	}
 	if s.Network != nil {
 		// While init starts up; it waits for its spec, so the command
 		// cannot run before its network exists.
 		if x.net, err = startNetwork(x.cmd.Process.Pid, s.Network); err != nil {
-			x.kill()
-			_ = x.cmd.Wait()
+			x.abort()
 			return err
 		}
 	}
@@ -327,49 +361,34 @@ func (x *execution) drain(w io.Writer, owner int, limit int64) (*os.File, error)
 	return pw, nil
 }
 
-// fork starts init inside the jail's cgroup, so that nothing of the jail ever
-// runs outside it. On cgroup v2 the clone places it (CLONE_INTO_CGROUP). On
-// v1 the forking thread moves itself into the cgroup, forks, and moves back:
-// a thread that moves itself skips the lock that moving a whole process
-// takes, which waits for an RCU grace period (up to ~10 ms here).
+// fork starts init: on cgroup v2 inside the jail's cgroup
+// (CLONE_INTO_CGROUP), on v1 outside it, for start to place.
 //
-// It runs on a goroutine of its own, locked to its thread: Pdeathsig fires
-// when the thread that forked the child exits, and Go never exits an unlocked
-// thread. If the thread cannot move back, the goroutine ends still locked and
-// Go ends the thread with it, rather than let it run other work inside the
-// jail's limits.
+// It forks from a goroutine of its own: Pdeathsig fires when the thread that
+// forked the child exits, and Go exits a thread only under a goroutine that
+// ends locked to it, which the caller's goroutine might be; a new one is not.
 func (x *execution) fork() error {
-	v1 := x.cg != nil && !x.cg.v2
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread()
-		if v1 {
-			if err := x.cg.enter(); err != nil {
-				errc <- &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
-				return // still locked: the thread may be half moved
-			}
-		}
 		err := x.cmd.Start()
 		if err != nil {
 			err = startError(err)
 		}
-		if v1 {
-			if lerr := x.cg.leave(); lerr != nil {
-				if err == nil {
-					x.kill()
-					_ = x.cmd.Wait()
-				}
-				errc <- &SetupError{Layer: LayerCgroup, Msg: lerr.Error(), Fix: cgroupFix()}
-				return
-			}
-		}
-		runtime.UnlockOSThread()
 		errc <- err
 	}()
 	return <-errc
 }
 
 func (x *execution) kill() { _ = x.cmd.Process.Kill() }
+
+// abort ends a jail that start could not finish building.
+func (x *execution) abort() {
+	x.kill()
+	_ = x.cmd.Wait()
+	if x.stdin != nil {
+		x.stdin.stop()
+	}
+}
 
 // wait waits for init to exit, killing it at the timeout or when ctx ends,
 // and for everything it said on the control socket.
@@ -395,7 +414,10 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 			}
 		}()
 	}
-	stop := context.AfterFunc(ctx, x.kill)
+	stop := context.AfterFunc(ctx, func() {
+		x.cancel.Store(true)
+		x.kill()
+	})
 	defer stop()
 
 	ctrlDone := make(chan struct{})
@@ -406,6 +428,9 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 	_ = x.cmd.Wait() // the exit status is read from ProcessState
 	<-ctrlDone
 	x.mon.stop()
+	if x.stdin != nil {
+		x.stdin.stop()
+	}
 	// The jail is gone, so every writer is: these end at once.
 	x.copies.Wait()
 }
@@ -417,8 +442,11 @@ func (x *execution) result() (*Result, error) {
 		return nil, x.mon.setupErr
 	}
 	res := &Result{Degraded: x.mon.degraded, Violations: x.mon.violations()}
+	// As for ctx, the timeout counts only if its kill came before init
+	// could report the command's end.
+	timedOut := x.timedOut.Load() && x.mon.exit == nil
 	switch st := x.mon.exit; {
-	case x.timedOut.Load():
+	case timedOut:
 		res.ExitCode, res.Signal = ExitTimeout, "SIGKILL"
 		res.LimitsHit = append(res.LimitsHit, "timeout")
 	case st != nil:
@@ -442,7 +470,7 @@ func (x *execution) result() (*Result, error) {
 	if x.cg != nil {
 		if x.cg.oomKilled() {
 			res.LimitsHit = append(res.LimitsHit, "memory")
-			if res.Signal == "SIGKILL" && !x.timedOut.Load() {
+			if res.Signal == "SIGKILL" && !timedOut {
 				res.ExitCode = ExitMemory
 			}
 		}
@@ -483,14 +511,33 @@ func namespaceAttr(rootless bool) *syscall.SysProcAttr {
 	return a
 }
 
+// startError says why init could not be cloned, by the errno: the clone
+// makes a process and seven namespaces at once, and each may fail it.
 func startError(err error) error {
 	var errno syscall.Errno
-	msg := "cannot create the jail's namespaces"
-	if errors.As(err, &errno) {
-		msg += ": " + errno.Error()
+	if !errors.As(err, &errno) {
+		return &SetupError{Layer: "namespaces", Msg: "cannot start the jail's init", Detail: err.Error()}
 	}
-	return &SetupError{Layer: "namespaces", Msg: msg,
-		Fix: "allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0) or run as root; see 'crucible doctor'"}
+	return cloneError(errno, "the jail's init")
+}
+
+// cloneError names the layer that a clone failing with errno points at.
+// what is the process that could not be made.
+func cloneError(errno syscall.Errno, what string) *SetupError {
+	switch errno {
+	case unix.EPERM, unix.ENOSPC, unix.EUSERS:
+		// Refused (unprivileged user namespaces off, or an LSM), a
+		// namespace count at its maximum, or nested too deep.
+		return &SetupError{Layer: LayerUserns, Msg: "cannot create the namespaces of " + what + ": " + errno.Error(),
+			Fix: "allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0) or run as root; see 'crucible doctor'"}
+	case unix.EAGAIN:
+		return &SetupError{Layer: LayerPids, Msg: "no room for " + what + " under the process limit (the jail's pids limit, or the host's)",
+			Fix: fmt.Sprintf("raise the pids limit (at least %d), or the host's process limits (ulimit -u, kernel.threads-max)", MinPids)}
+	case unix.ENOMEM:
+		return &SetupError{Layer: LayerMemory, Msg: "no memory for " + what + " (the jail's memory limit, or the host's)",
+			Fix: "raise the memory limit, or free memory on the host"}
+	}
+	return &SetupError{Layer: "namespaces", Msg: "cannot start " + what + ": " + errno.Error(), Fix: "see 'crucible doctor'"}
 }
 
 func cgroupFix() string {
@@ -518,6 +565,60 @@ func sameWriter(a, b io.Writer) (same bool) {
 		}
 	}()
 	return a != nil && a == b
+}
+
+// stdinCopy copies the caller's Stdin to the jail's stdin pipe until Stdin
+// ends or the jail does. A Read cannot be interrupted in general: stop cuts
+// it short through a deadline where Stdin has one, as net/http does for its
+// background read; any other reader must return by itself, and the copier
+// then drops what it read and ends without reading again.
+type stdinCopy struct {
+	w     *os.File
+	src   io.Reader
+	done  chan struct{} // closed by stop: the jail has ended
+	ended chan struct{} // closed when the copier returns
+	once  sync.Once
+}
+
+func copyStdin(w *os.File, src io.Reader) *stdinCopy {
+	c := &stdinCopy{w: w, src: src, done: make(chan struct{}), ended: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+func (c *stdinCopy) run() {
+	defer close(c.ended)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.src.Read(buf)
+		select {
+		case <-c.done:
+			return // the jail has ended: what came now is nobody's
+		default:
+		}
+		if n > 0 {
+			if _, err := c.w.Write(buf[:n]); err != nil {
+				return // the jail has closed its stdin, or ended
+			}
+		}
+		if err != nil {
+			c.w.Close() // the command sees the end of its input
+			return
+		}
+	}
+}
+
+// stop ends the copy: once the jail has ended, or when it could not start.
+func (c *stdinCopy) stop() {
+	c.once.Do(func() {
+		close(c.done)
+		c.w.Close() // a Write blocked on the full pipe returns
+		type deadliner interface{ SetReadDeadline(time.Time) error }
+		if d, ok := c.src.(deadliner); ok && d.SetReadDeadline(time.Unix(1, 0)) == nil {
+			<-c.ended // at once: the Read has timed out
+			_ = d.SetReadDeadline(time.Time{})
+		}
+	})
 }
 
 // capWriter passes on the first left bytes and drops the rest, still reading

@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
 // selfTest is where TestSelf binds this test binary in the jail.
@@ -109,9 +112,7 @@ func spec(args ...string) *Spec {
 // A layer that cannot be built refuses the run with a SetupError that names
 // the layer; nothing of the command runs.
 func TestSetupErrorIsReported(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for the cgroup layer")
-	}
+	testenv.NeedRoot(t, "the cgroup layer")
 	s := spec("/bin/sh", "-c", "echo ran")
 	s.ReadOnly = []string{"/nonexistent/crucible-test"}
 	var out bytes.Buffer
@@ -127,9 +128,7 @@ func TestSetupErrorIsReported(t *testing.T) {
 }
 
 func TestRunCancelled(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for the cgroup layer")
-	}
+	testenv.NeedRoot(t, "the cgroup layer")
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
@@ -145,9 +144,7 @@ func TestRunCancelled(t *testing.T) {
 // Files appear read-only under FilesDir, and the command's fd 3 is the
 // result channel.
 func TestFilesAndResult(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for the cgroup layer")
-	}
+	testenv.NeedRoot(t, "the cgroup layer")
 	s := spec("/bin/sh", "-c", `cat /crucible/py/x.txt; echo '{"v":1}' >&3; ls /proc/self/fd | tr '\n' ' '; echo >/crucible/py/x.txt || echo ro`)
 	s.Files = []File{{Path: "/crucible/py/x.txt", Data: []byte("hello file\n")}}
 	var out, result bytes.Buffer
@@ -175,9 +172,7 @@ func TestFilesAndResult(t *testing.T) {
 // Self binds the running binary, read-only, for a command that is this
 // binary; it runs with every layer on, as the sandbox user.
 func TestSelf(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for the cgroup layer")
-	}
+	testenv.NeedRoot(t, "the cgroup layer")
 	s := spec(selfTest)
 	s.Self = selfTest
 	var out bytes.Buffer
@@ -196,24 +191,108 @@ func TestSelf(t *testing.T) {
 }
 
 // With Begin, the timeout counts from when Begin closes: a warm jail may
-// wait longer than its timeout for work, then gets the whole timeout.
+// wait longer than its timeout for work, then gets the whole timeout. No
+// clock: the timeout is a millisecond, so that, were it counted from the
+// start, the command would die long before it had printed and read; the
+// test closes Begin only once the command has done both.
 func TestBegin(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for the cgroup layer")
-	}
-	s := spec("/bin/sh", "-c", "sleep 0.6; echo waited; sleep 10; echo too long")
-	s.Timeout = 300 * time.Millisecond
+	testenv.NeedRoot(t, "the cgroup layer")
+	s := spec("/bin/sh", "-c", `echo ready; read line; echo "got $line"; exec sleep 1000`)
+	s.Timeout = time.Millisecond
 	begin := make(chan struct{})
 	s.Begin = begin
-	time.AfterFunc(400*time.Millisecond, func() { close(begin) })
-	var out bytes.Buffer
-	s.Stdout = &out
-	start := time.Now()
-	r, err := Run(context.Background(), s)
+	in, feed := pipe(t)
+	out := &syncBuffer{}
+	s.Stdin, s.Stdout = in, out
+	done := runAsync(t, s)
+	out.waitFor(t, "ready\n")
+	if _, err := feed.Write([]byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "got x\n")
+	close(begin)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.res.ExitCode != ExitTimeout || !slices.Contains(r.res.LimitsHit, "timeout") || out.String() != "ready\ngot x\n" {
+		t.Errorf("exit %d, limits %q, output %q; want a timeout after the begin, with only %q", r.res.ExitCode, r.res.LimitsHit, out.String(), "ready\ngot x\n")
+	}
+}
+
+// deadline bounds what a test waits for: generous, as a slow VM under the
+// race detector needs; a test that passes never waits for it.
+const deadline = 60 * time.Second
+
+// syncBuffer is an output that a test can wait on.
+type syncBuffer struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wrote == nil {
+		w.wrote = make(chan struct{}, 1)
+	}
+	select {
+	case w.wrote <- struct{}{}:
+	default:
+	}
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// waitFor waits until the output holds want.
+func (w *syncBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	w.mu.Lock()
+	if w.wrote == nil {
+		w.wrote = make(chan struct{}, 1)
+	}
+	wrote := w.wrote
+	w.mu.Unlock()
+	timeout := time.After(deadline)
+	for !strings.Contains(w.String(), want) {
+		select {
+		case <-wrote:
+		case <-timeout:
+			t.Fatalf("no %q in the output after %s: %q", want, deadline, w.String())
+		}
+	}
+}
+
+// pipe returns an os.Pipe, closed when the test ends.
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); r.ExitCode != ExitTimeout || out.String() != "waited\n" || d > 5*time.Second {
-		t.Errorf("exit %d after %s, output %q; want a timeout after the begin, with only %q", r.ExitCode, d, out.String(), "waited\n")
-	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+type runResult struct {
+	res *Result
+	err error
+}
+
+// runAsync runs s on a goroutine, bounded by deadline.
+func runAsync(t *testing.T, s *Spec) <-chan runResult {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	t.Cleanup(cancel)
+	done := make(chan runResult, 1)
+	go func() {
+		res, err := Run(ctx, s)
+		done <- runResult{res, err}
+	}()
+	return done
 }

@@ -30,6 +30,7 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 // bind is one host path to appear inside the jail.
 type bind struct {
 	src, dst string // dst is relative to the new root
+	what     string // what src is, in words the model may read: no host path
 	rw       bool
 	dev      bool // keep device nodes usable
 	dir      bool // src is a directory (learnt from the clone: /tmp is covered later)
@@ -43,7 +44,7 @@ func setupRoot(s *childSpec) error {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
 
-	binds := []*bind{{src: "/usr", dst: "usr"}}
+	binds := []*bind{{src: "/usr", dst: "usr", what: "/usr"}}
 	var links [][2]string // name, target
 	for _, name := range rootLinks {
 		p := "/" + name
@@ -58,22 +59,22 @@ func setupRoot(s *childSpec) error {
 			}
 			links = append(links, [2]string{name, target})
 		case fi.IsDir():
-			binds = append(binds, &bind{src: p, dst: name})
+			binds = append(binds, &bind{src: p, dst: name, what: p})
 		}
 	}
 	for _, p := range etcBinds {
 		if _, err := os.Stat(p); err == nil {
-			binds = append(binds, &bind{src: p, dst: p[1:]})
+			binds = append(binds, &bind{src: p, dst: p[1:], what: p})
 		}
 	}
 	for _, n := range devNodes {
-		binds = append(binds, &bind{src: "/dev/" + n, dst: "dev/" + n, rw: true, dev: true})
+		binds = append(binds, &bind{src: "/dev/" + n, dst: "dev/" + n, what: "/dev/" + n, rw: true, dev: true})
 	}
 	for _, p := range s.ReadOnly {
-		binds = append(binds, &bind{src: p, dst: strings.TrimPrefix(filepath.Clean(p), "/")})
+		binds = append(binds, &bind{src: p, dst: strings.TrimPrefix(filepath.Clean(p), "/"), what: "a path to bind read-only"})
 	}
 	if s.SelfFD > 0 {
-		binds = append(binds, &bind{src: "this binary", dst: s.Self[1:], fd: s.SelfFD})
+		binds = append(binds, &bind{src: "this binary", dst: s.Self[1:], what: "this binary", fd: s.SelfFD})
 	} else if s.Self != "" {
 		// Our /proc/self/exe names a mount of the host's namespace, which
 		// open_tree refuses: bind its path, as this namespace's copy has it.
@@ -84,10 +85,10 @@ func setupRoot(s *childSpec) error {
 		if !filepath.IsAbs(exe) {
 			return errors.New("this binary was deleted or replaced: restart crucible")
 		}
-		binds = append(binds, &bind{src: exe, dst: s.Self[1:]})
+		binds = append(binds, &bind{src: exe, dst: s.Self[1:], what: "this binary"})
 	}
 	if s.Workspace != "" {
-		b := &bind{src: s.Workspace, dst: "workspace", rw: true, fd: -1}
+		b := &bind{src: s.Workspace, dst: "workspace", what: "the workspace", rw: true, fd: -1}
 		if s.WorkspaceFD > 0 {
 			b.fd = s.WorkspaceFD // idmapped by the supervisor
 		}
@@ -99,14 +100,14 @@ func setupRoot(s *childSpec) error {
 		if b.fd <= 0 {
 			fd, err := unix.OpenTree(unix.AT_FDCWD, b.src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 			if err != nil {
-				return fmt.Errorf("cloning %s: %w", b.src, err)
+				return &bindError{b, "cloning", err}
 			}
 			b.fd = fd
 		}
 		fd := b.fd
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
-			return fmt.Errorf("stat of %s: %w", b.src, err)
+			return &bindError{b, "stat of", err}
 		}
 		b.dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID, Propagation: unix.MS_PRIVATE}
@@ -117,7 +118,7 @@ func setupRoot(s *childSpec) error {
 			attr.Attr_set |= unix.MOUNT_ATTR_NODEV
 		}
 		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-			return fmt.Errorf("setting mount flags on %s: %w", b.src, err)
+			return &bindError{b, "setting mount flags on", err}
 		}
 	}
 
@@ -180,10 +181,10 @@ func setupRoot(s *childSpec) error {
 	for _, b := range binds {
 		dst := at(b.dst)
 		if err := mountpoint(dst, b.dir); err != nil {
-			return fmt.Errorf("preparing %s: %w", b.dst, err)
+			return &bindError{b, "preparing the mount point of", err}
 		}
 		if err := unix.MoveMount(b.fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("binding %s: %w", b.src, err)
+			return &bindError{b, "binding", err}
 		}
 		unix.Close(b.fd)
 	}
@@ -219,6 +220,37 @@ func setupRoot(s *childSpec) error {
 		return fmt.Errorf("remounting / read-only: %w", err)
 	}
 	return nil
+}
+
+// bindError is a bind that failed. Its Error names the host path, for the
+// operator; mountError words it for the model.
+type bindError struct {
+	b   *bind
+	op  string
+	err error
+}
+
+func (e *bindError) Error() string { return e.op + " " + e.b.src + ": " + e.err.Error() }
+func (e *bindError) Unwrap() error { return e.err }
+
+// mountError turns a failure to build the root into a SetupError whose
+// message and fix fit the cause, keeping host paths out of both.
+func mountError(err error) *SetupError {
+	se := &SetupError{Layer: "mount", Detail: err.Error(), Fix: "run 'crucible doctor'"}
+	var be *bindError
+	switch {
+	case !errors.As(err, &be):
+		se.Msg = "building the jail's root: " + pathless(err).Error()
+	case be.op == "cloning" && errors.Is(err, unix.ENOENT):
+		se.Msg = be.b.what + " was not found on the host"
+		se.Fix = "check the host paths given to the jail to bind (read-only paths, runtimes, the workspace)"
+	default:
+		se.Msg = be.op + " " + be.b.what + ": " + pathless(be.err).Error()
+	}
+	if errors.Is(err, unix.ENOSYS) {
+		se.Fix = "use Linux 5.12 or later (open_tree, move_mount, mount_setattr)"
+	}
+	return se
 }
 
 // mountpoint creates an empty directory (or file) at dst, with its parents.
