@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/cruciblehq/crucible/violation"
 )
 
 // Event is one line of the trail. Kind names the event in the line's "event"
@@ -41,15 +43,10 @@ type Execution struct {
 // Kind implements Event.
 func (Execution) Kind() string { return "execution" }
 
-// Violation records an operation the sandbox denied.
+// Violation records an operation the sandbox denied, as results show it.
 type Violation struct {
-	Exec    string `json:"exec"`
-	Type    string `json:"type"`              // "syscall", or a network kind ("dns", "connect", ...)
-	Syscall string `json:"syscall,omitempty"` // for type syscall
-	Host    string `json:"host,omitempty"`    // for the network's types
-	Port    uint16 `json:"port,omitempty"`
-	Count   int    `json:"count"`
-	Reason  string `json:"reason"`
+	Exec string `json:"exec"`
+	violation.Violation
 }
 
 // Kind implements Event.

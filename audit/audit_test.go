@@ -9,13 +9,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cruciblehq/crucible/violation"
 )
 
 func TestLogLine(t *testing.T) {
 	var b bytes.Buffer
 	w := New(&b)
 	w.now = func() time.Time { return time.Date(2026, 11, 22, 7, 0, 0, 5, time.UTC) }
-	if err := w.Log(Violation{Exec: "e1", Type: "syscall", Syscall: "ptrace", Count: 2, Reason: "no"}); err != nil {
+	if err := w.Log(Violation{Exec: "e1", Violation: violation.Violation{Kind: "syscall", Syscall: "ptrace", Count: 2, Reason: "no"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Log(Execution{Exec: "e1", Command: []string{"sh", "-c", "x"}, ExitCode: 3}); err != nil {
@@ -24,7 +26,7 @@ func TestLogLine(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"time":"2026-11-22T07:00:00.000000005Z","event":"violation","exec":"e1","type":"syscall","syscall":"ptrace","count":2,"reason":"no"}
+	want := `{"time":"2026-11-22T07:00:00.000000005Z","event":"violation","exec":"e1","kind":"syscall","syscall":"ptrace","count":2,"reason":"no"}
 {"time":"2026-11-22T07:00:00.000000005Z","event":"execution","exec":"e1","command":["sh","-c","x"],"exit_code":3,"duration_ms":0}
 `
 	if b.String() != want {
@@ -51,7 +53,7 @@ func TestConcurrentLinesStayWhole(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = w.Log(Violation{Exec: strings.Repeat("x", i), Type: "syscall", Count: i})
+			_ = w.Log(Violation{Exec: strings.Repeat("x", i), Violation: violation.Violation{Kind: "syscall", Count: i}})
 		}()
 	}
 	wg.Wait()
@@ -102,7 +104,7 @@ func TestLogDoesNotWaitForTheDisk(t *testing.T) {
 	go func() {
 		defer close(logged)
 		for i := range n {
-			_ = w.Log(Violation{Exec: "e", Type: "dns", Count: i, Reason: big})
+			_ = w.Log(Violation{Exec: "e", Violation: violation.Violation{Kind: "dns", Count: i, Reason: big}})
 		}
 	}()
 	select {

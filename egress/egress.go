@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/violation"
 )
 
 // Policy decides what the stack lets through. *netpolicy.Policy implements
@@ -59,14 +60,14 @@ var (
 // Event kinds. Every refusal is one of these; an allowed DNS answer or
 // connection is reported with Kind KindDNS or KindConnect and Allowed set.
 const (
-	KindDNS          = "dns"             // a DNS question
-	KindConnect      = "connect"         // a TCP connection decided by the policy
-	KindSNIMismatch  = "sni_mismatch"    // the TLS SNI is not the name behind the address
-	KindHostMismatch = "host_mismatch"   // the HTTP Host is not the name behind the address
-	KindProtocol     = "protocol"        // neither TLS nor HTTP/1, or nothing sent in time
-	KindUDP          = "udp"             // a UDP datagram to anything but the resolver
-	KindPrivate      = "private_address" // the name resolved to an address the policy refuses
-	KindLimit        = "limit"           // a connection, byte or idle limit
+	KindDNS          = violation.DNS          // a DNS question
+	KindConnect      = violation.Connect      // a TCP connection decided by the policy
+	KindSNIMismatch  = violation.SNIMismatch  // the TLS SNI is not the name behind the address
+	KindHostMismatch = violation.HostMismatch // the HTTP Host is not the name behind the address
+	KindProtocol     = violation.Protocol     // neither TLS nor HTTP/1, or nothing sent in time
+	KindUDP          = violation.UDP          // a UDP datagram to anything but the resolver
+	KindPrivate      = violation.Private      // the name resolved to an address the policy refuses
+	KindLimit        = violation.Limit        // a connection, byte or idle limit
 )
 
 // Event is one decision of the stack, for the audit trail and the

@@ -19,6 +19,8 @@ import (
 	"net/netip"
 	"os"
 	"time"
+
+	"github.com/cruciblehq/crucible/violation"
 )
 
 // Layers that the operator may explicitly allow to be missing. Every other
@@ -119,23 +121,13 @@ type File struct {
 
 // Result is what happened.
 type Result struct {
-	ExitCode   int           // the command's, or 124 (timeout), 137 (memory)
-	Signal     string        // "SIGKILL" when a signal ended the command
-	Truncated  bool          // some output went past MaxOutput and was dropped
-	Duration   time.Duration // wall time of the execution
-	LimitsHit  []string      // "timeout", "memory", "pids", "output"
-	Violations []Violation   // denied operations, in the order first seen
-	Degraded   []string      // layers that were allowed to be missing and were
-}
-
-// Violation is an operation the policy denied.
-type Violation struct {
-	Kind    string // "syscall", or a network kind (the sandbox adds those)
-	Syscall string // the syscall's name
-	Host    string // for the network: the name or address asked for
-	Port    uint16
-	Count   int // how many times
-	Reason  string
+	ExitCode   int                   // the command's, or 124 (timeout), 137 (memory)
+	Signal     string                // "SIGKILL" when a signal ended the command
+	Truncated  bool                  // some output went past MaxOutput and was dropped
+	Duration   time.Duration         // wall time of the execution
+	LimitsHit  []string              // "timeout", "memory", "pids", "output"
+	Violations []violation.Violation // denied operations, in the order first seen
+	Degraded   []string              // layers that were allowed to be missing and were
 }
 
 // MinPids is the smallest Spec.Pids the jail can run under. The pids limit

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/seccomp"
+	"github.com/cruciblehq/crucible/violation"
 	"golang.org/x/sys/unix"
 )
 
@@ -743,12 +744,12 @@ func (m *monitor) stop() {
 	<-m.serveDone
 }
 
-func (m *monitor) violations() []Violation {
+func (m *monitor) violations() []violation.Violation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var vs []Violation
+	var vs []violation.Violation
 	for _, name := range m.order {
-		vs = append(vs, Violation{Kind: "syscall", Syscall: name, Count: m.counts[name],
+		vs = append(vs, violation.Violation{Kind: violation.Syscall, Syscall: name, Count: m.counts[name],
 			Reason: "the sandbox does not allow " + name})
 	}
 	return vs

@@ -15,6 +15,7 @@ import (
 	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/violation"
 )
 
 const (
@@ -70,12 +71,12 @@ type netLog struct {
 	mu         sync.Mutex
 	exec       string // the execution's id, once it has begun
 	lines      int
-	violations []jail.Violation
-	index      map[jail.Violation]int // by kind, host, port and reason
+	violations []violation.Violation
+	index      map[violation.Violation]int // by kind, host, port and reason
 }
 
 func newNetLog(w *audit.Writer) *netLog {
-	return &netLog{audit: w, index: map[jail.Violation]int{}}
+	return &netLog{audit: w, index: map[violation.Violation]int{}}
 }
 
 // begin names the execution the decisions belong to. A warm jail's network
@@ -90,9 +91,9 @@ func (l *netLog) begin(exec string) {
 func (l *netLog) report(e egress.Event) {
 	l.mu.Lock()
 	if !e.Allowed {
-		key := jail.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason}
+		key := violation.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason}
 		if _, ok := l.index[key]; !ok && len(l.violations) >= maxNetViolations {
-			key = jail.Violation{Kind: e.Kind, Reason: unlisted}
+			key = violation.Violation{Kind: e.Kind, Reason: unlisted}
 		}
 		if i, ok := l.index[key]; ok {
 			l.violations[i].Count++
@@ -125,7 +126,7 @@ func (l *netLog) report(e egress.Event) {
 	_ = l.audit.Log(ev)
 }
 
-func (l *netLog) result() []jail.Violation {
+func (l *netLog) result() []violation.Violation {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.violations

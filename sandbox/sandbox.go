@@ -32,6 +32,7 @@ import (
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/violation"
 )
 
 // defaultEnv is the whole environment a command starts with, before the
@@ -155,7 +156,7 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 		res.Violations = append(res.Violations, x.net.result()...)
 	}
 	for _, v := range res.Violations {
-		_ = x.audit.Log(audit.Violation{Exec: x.ev.Exec, Type: v.Kind, Syscall: v.Syscall, Host: v.Host, Port: v.Port, Count: v.Count, Reason: v.Reason})
+		_ = x.audit.Log(audit.Violation{Exec: x.ev.Exec, Violation: v})
 	}
 	x.ev.ExitCode, x.ev.Signal, x.ev.DurationMS = res.ExitCode, res.Signal, res.Duration.Milliseconds()
 	x.ev.LimitsHit, x.ev.Degraded = res.LimitsHit, res.Degraded
@@ -368,15 +369,9 @@ type Result struct {
 	Error  *lang.Error     `json:"error,omitempty"`
 }
 
-// Violation is one kind of denied operation.
-type Violation struct {
-	Kind    string `json:"kind"` // "syscall", or a network kind: dns, connect, sni_mismatch, host_mismatch, protocol, udp, private_address, limit
-	Syscall string `json:"syscall,omitempty"`
-	Host    string `json:"host,omitempty"` // the name or address the code asked for
-	Port    uint16 `json:"port,omitempty"`
-	Count   int    `json:"count"`
-	Reason  string `json:"reason"`
-}
+// Violation is one kind of denied operation (see package violation for the
+// kinds).
+type Violation = violation.Violation
 
 // newResult is the caller's view of a jail's result.
 func newResult(r *jail.Result) *Result {
@@ -386,11 +381,8 @@ func newResult(r *jail.Result) *Result {
 		Truncated:  r.Truncated,
 		DurationMS: r.Duration.Milliseconds(),
 		LimitsHit:  append([]string{}, r.LimitsHit...),
-		Violations: []Violation{},
+		Violations: append([]Violation{}, r.Violations...),
 		Degraded:   r.Degraded,
-	}
-	for _, v := range r.Violations {
-		out.Violations = append(out.Violations, Violation{Kind: v.Kind, Syscall: v.Syscall, Host: v.Host, Port: v.Port, Count: v.Count, Reason: v.Reason})
 	}
 	return out
 }
