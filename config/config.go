@@ -179,8 +179,8 @@ type Sandbox struct {
 	// Memory is the memory limit of the execution's cgroup.
 	// Default 512MiB; at least 16MiB, no upper bound (the host decides).
 	Memory ByteSize `yaml:"memory"`
-	// Pids is the most processes and threads alive at once.
-	// Default 128; 1 to 65536.
+	// Pids is the most processes and threads alive at once, the jail's own
+	// (init and its helper, up to 10) included. Default 128; 16 to 65536.
 	Pids int `yaml:"pids"`
 	// CPUs is the CPU bandwidth, in CPUs; fractions such as 0.5 are allowed.
 	// Default 1; 0.01 (the smallest quota cgroups accept) to 1024.
@@ -230,6 +230,7 @@ var DegradableLayers = []string{LayerCgroup, LayerLandlock, LayerSeccompNotify}
 const (
 	maxTimeout     = 24 * time.Hour
 	minMemory      = 16 * MiB
+	minPids        = 16 // the jail's own processes need some (jail.MinPids; a test keeps them equal)
 	maxPids        = 65536
 	minCPUs        = 0.01 // cgroups refuse a quota under 1ms per 100ms period
 	maxCPUs        = 1024
@@ -336,8 +337,8 @@ func (s *Sandbox) validate() error {
 	if s.Memory < minMemory {
 		return fieldErrorf("sandbox.memory", "must be at least %v, not %v", minMemory, s.Memory)
 	}
-	if s.Pids < 1 || s.Pids > maxPids {
-		return fieldErrorf("sandbox.pids", "must be between 1 and %d, not %d", maxPids, s.Pids)
+	if s.Pids < minPids || s.Pids > maxPids {
+		return fieldErrorf("sandbox.pids", "must be between %d and %d, not %d (the jail's own processes count too)", minPids, maxPids, s.Pids)
 	}
 	// Written so that NaN fails too.
 	if !(s.CPUs >= minCPUs && s.CPUs <= maxCPUs) {

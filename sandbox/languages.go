@@ -19,7 +19,15 @@ func Program(cfg *config.Config, language string, src []byte, file string) (*lan
 	if err != nil {
 		return nil, err
 	}
-	return l.Program(src, file, settings(cfg))
+	s := settings(cfg)
+	if l.Check != nil {
+		// A runtime that is not there is the operator's to fix, named by
+		// its setting; inside the jail it would be only "not found".
+		if _, err := l.Check(s); err != nil {
+			return nil, fmt.Errorf("%s: %w", language, err)
+		}
+	}
+	return l.Program(src, file, s)
 }
 
 func lookup(language string) (lang.Language, error) {

@@ -136,3 +136,14 @@ func TestFilesDir(t *testing.T) {
 		t.Errorf("lang.Dir %q, jail.FilesDir %q", lang.Dir, jail.FilesDir)
 	}
 }
+
+// The config refuses what the jail cannot run under, and no more.
+func TestPidsFloor(t *testing.T) {
+	for _, n := range []int{jail.MinPids - 1, jail.MinPids} {
+		c := config.Default()
+		c.Sandbox.Pids = n
+		if err := c.Validate(); (err == nil) != (n >= jail.MinPids) {
+			t.Errorf("pids %d: %v (jail.MinPids %d)", n, err, jail.MinPids)
+		}
+	}
+}

@@ -239,6 +239,11 @@ func execError(err error, asJSON bool, env Env) int {
 		fmt.Fprintf(env.Stdout, "%s\n", b)
 	}
 	fmt.Fprintf(env.Stderr, "crucible: %v\n", err)
+	if se != nil && se.Detail != "" {
+		// The operator's: it may name host paths, so it never goes into the
+		// JSON result, which a model may read.
+		fmt.Fprintf(env.Stderr, "crucible: detail: %s\n", se.Detail)
+	}
 	return code
 }
 

@@ -85,6 +85,19 @@ func TestRunFlagsAfterFileAndResult(t *testing.T) {
 	}
 }
 
+// A runtime that is not on the host is named by its setting, before any jail
+// is built.
+func TestRunMissingRuntime(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfg, []byte("runtimes:\n  python: /nonexistent/python3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "print(1)", "run", "--config", cfg, "--lang", "py", "-")
+	if code != ExitUsage || !strings.Contains(errs, "runtimes.python") || strings.Contains(errs, "kernel") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
+
 func TestRunUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"run"},
