@@ -245,15 +245,20 @@ func TestProxyBytesOut(t *testing.T) {
 	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 		t.Error("a response came back for a request over the limit")
 	}
+	if n := f.events(KindLimit, "bytes sent"); n != 1 {
+		t.Errorf("%d byte-limit events, want 1", n)
+	}
+}
+
+// events counts the recorded events of kind whose reason says why.
+func (f *proxyFix) events(kind, why string) int {
 	var n int
 	for _, e := range f.rec.take() {
-		if e.Kind == KindLimit && strings.Contains(e.Reason, "bytes sent") {
+		if e.Kind == kind && strings.Contains(e.Reason, why) {
 			n++
 		}
 	}
-	if n != 1 {
-		t.Errorf("%d byte-limit events, want 1", n)
-	}
+	return n
 }
 
 // TestProxyShutdown: shutting down with a relay in flight ends it at once:

@@ -332,13 +332,7 @@ func TestRelayIdleMidRequest(t *testing.T) {
 	if b, err := io.ReadAll(c); len(b) > 0 || (err != nil && !isClosed(err)) {
 		t.Fatalf("the jail got %q, %v; want the end", b, err)
 	}
-	var n int
-	for _, e := range f.rec.take() {
-		if e.Kind == KindLimit && strings.Contains(e.Reason, "no traffic") {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := f.events(KindLimit, "no traffic"); n != 1 {
 		t.Errorf("%d idle events, want 1", n)
 	}
 }
