@@ -35,6 +35,7 @@ type cgroup struct {
 	dirs    []string // v2: one; v1: memory, pids, cpu in that order
 	parents []string // the supervisor's own cgroups, like dirs
 	fd      int      // v2: the directory, for CLONE_INTO_CGROUP; else -1
+	limits  cgroupLimits
 }
 
 // cgroupParents says where this process may create jail cgroups: the cgroup
@@ -149,7 +150,8 @@ var cgroupSeq atomic.Uint64
 // left behind: their names carry its pid, and that pid is gone.
 var sweepOnce sync.Once
 
-// newCgroup creates a cgroup with the given limits.
+// newCgroup creates a cgroup for the given limits. On v2 it sets them at
+// once; on v1 the caller calls bound once init is in the cgroup (see fork).
 func newCgroup(l cgroupLimits) (*cgroup, error) {
 	parent, err := cgroupParents()
 	if err != nil {
@@ -157,7 +159,7 @@ func newCgroup(l cgroupLimits) (*cgroup, error) {
 	}
 	sweepOnce.Do(func() { sweepStale(parent) })
 	name := fmt.Sprintf("crucible-%d-%d", os.Getpid(), cgroupSeq.Add(1))
-	cg := &cgroup{v2: parent.v2, parents: parent.dirs, fd: -1}
+	cg := &cgroup{v2: parent.v2, parents: parent.dirs, fd: -1, limits: l}
 	for _, p := range parent.dirs {
 		d := filepath.Join(p, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -166,11 +168,11 @@ func newCgroup(l cgroupLimits) (*cgroup, error) {
 		}
 		cg.dirs = append(cg.dirs, d)
 	}
-	if err := cg.limit(l); err != nil {
-		cg.destroy()
-		return nil, err
-	}
 	if cg.v2 {
+		if err := cg.bound(); err != nil {
+			cg.destroy()
+			return nil, err
+		}
 		fd, err := unix.Open(cg.dirs[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			cg.destroy()
@@ -181,9 +183,14 @@ func newCgroup(l cgroupLimits) (*cgroup, error) {
 	return cg, nil
 }
 
-// limit writes the bounds of l that are not zero; a zero leaves the new
-// cgroup's default, which is no limit.
-func (c *cgroup) limit(l cgroupLimits) error {
+// errMemoryTooSmall is bound's error when the jail's own processes already
+// use more memory than the limit.
+var errMemoryTooSmall = errors.New("the memory limit is smaller than what the jail's own processes use to start")
+
+// bound writes the limits that are not zero; a zero leaves the new cgroup's
+// default, which is no limit.
+func (c *cgroup) bound() error {
+	l := c.limits
 	type setting struct{ dir, file, value string }
 	var ss []setting
 	const period = 100000
@@ -218,6 +225,9 @@ func (c *cgroup) limit(l cgroupLimits) error {
 		if os.IsNotExist(err) && (s.file == "memory.swap.max" || s.file == "memory.memsw.limit_in_bytes") {
 			continue // no swap accounting: there is no swap to bound
 		}
+		if errors.Is(err, unix.EBUSY) && strings.HasPrefix(s.file, "memory.") {
+			return errMemoryTooSmall // v1: usage is over it and cannot be reclaimed
+		}
 		if err != nil {
 			return fmt.Errorf("setting %s: %w", s.file, pathless(err))
 		}
@@ -225,12 +235,17 @@ func (c *cgroup) limit(l cgroupLimits) error {
 	return nil
 }
 
-// place moves the process pid, every thread of it, into the cgroup (cgroup
-// v1 only; on v2 the clone itself places it).
-func (c *cgroup) place(pid int) error {
-	for _, d := range c.dirs {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("joining the cgroup: %w", pathless(err))
+// enter and leave move the calling thread into the cgroup and back (cgroup
+// v1 only, whose clone cannot name a cgroup): a child forked in between is
+// born in the cgroup. Moving a whole process instead takes the cgroup
+// threadgroup lock, which waits for an RCU grace period (0.1 to 10 ms).
+func (c *cgroup) enter() error { return moveThread(c.dirs, "joining the cgroup") }
+func (c *cgroup) leave() error { return moveThread(c.parents, "leaving the cgroup") }
+
+func moveThread(dirs []string, doing string) error {
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte("0"), 0); err != nil {
+			return fmt.Errorf("%s: %w", doing, pathless(err))
 		}
 	}
 	return nil

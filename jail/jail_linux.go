@@ -289,16 +289,19 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		return err
 	}
 	if x.cg != nil && !x.cg.v2 {
-		// cgroup v1 has no CLONE_INTO_CGROUP: init is placed once it
-		// exists, as runc does, rather than cloned by a supervisor thread
-		// sitting in the jail's cgroups, where the jail's memory limit could
-		// make the OOM killer pick the supervisor. Nothing goes unconfined:
-		// init does nothing before it reads its spec, which is written
-		// below, after this; everything the command is comes from that spec
-		// and is forked by init. What init's runtime took before moving stays
-		// charged to our cgroup: it is ours, not the command's.
-		if err := x.cg.place(x.cmd.Process.Pid); err != nil {
+		// cgroup v1: init was born in the cgroup (see fork), whose limits
+		// are set only now that the supervisor's thread has left it: while
+		// the thread sat there, a memory limit could have made the OOM
+		// killer pick the supervisor, and a pids limit could have failed
+		// the clone. Nothing goes unconfined meanwhile: init does nothing
+		// before it reads its spec, which is written below, after this;
+		// everything the command is comes from that spec and is forked by
+		// init.
+		if err := x.cg.bound(); err != nil {
 			x.abort()
+			if errors.Is(err, errMemoryTooSmall) {
+				return &SetupError{Layer: LayerMemory, Msg: err.Error(), Fix: "raise the memory limit (sandbox.memory, --memory)"}
+			}
 			return &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
 		}
 	}
@@ -362,19 +365,41 @@ func (x *execution) drain(w io.Writer, owner int, limit int64) (*os.File, error)
 	return pw, nil
 }
 
-// fork starts init: on cgroup v2 inside the jail's cgroup
-// (CLONE_INTO_CGROUP), on v1 outside it, for start to place.
+// fork starts init inside the jail's cgroup: on v2 by CLONE_INTO_CGROUP,
+// on v1 from a thread that moves into the cgroup for the clone and back
+// out (its limits are set afterwards, by start).
 //
-// It forks from a goroutine of its own: Pdeathsig fires when the thread that
-// forked the child exits, and Go exits a thread only under a goroutine that
-// ends locked to it, which the caller's goroutine might be; a new one is not.
+// It runs on a goroutine of its own, locked to its thread: Pdeathsig fires
+// when the thread that forked the child exits, and Go never exits an unlocked
+// thread. If the thread cannot move back, the goroutine ends still locked and
+// Go ends the thread with it (and so init), rather than let it run other work
+// inside the jail's cgroup.
 func (x *execution) fork() error {
+	v1 := x.cg != nil && !x.cg.v2
 	errc := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		if v1 {
+			if err := x.cg.enter(); err != nil {
+				errc <- &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
+				return // still locked: the thread may be half moved
+			}
+		}
 		err := x.cmd.Start()
 		if err != nil {
 			err = startError(err)
 		}
+		if v1 {
+			if lerr := x.cg.leave(); lerr != nil {
+				if err == nil {
+					x.kill()
+					_ = x.cmd.Wait()
+				}
+				errc <- &SetupError{Layer: LayerCgroup, Msg: lerr.Error(), Fix: cgroupFix()}
+				return
+			}
+		}
+		runtime.UnlockOSThread()
 		errc <- err
 	}()
 	return <-errc
