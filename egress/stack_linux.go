@@ -12,7 +12,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -38,7 +37,7 @@ const (
 type Stack struct {
 	*proxy
 	s     *stack.Stack
-	link  stack.LinkEndpoint // the fdbased endpoint on fd
+	link  *endpoint // on fd
 	fd    int
 	names *names
 	dns   *dnsServer
@@ -82,18 +81,7 @@ func newStack(fd int, o *Options) (*Stack, error) {
 	udpFwd := udp.NewForwarder(s, st.handleUDP)
 	s.SetTransportProtocolHandler(udp.ProtocolNumber, udpFwd.HandlePacket)
 
-	ep, err := fdbased.New(&fdbased.Options{
-		FDs: []int{fd},
-		MTU: cmp(o.MTU, defaultMTU),
-		// The kernel checked what it sends us; what we send, it checks,
-		// so we must compute it.
-		RXChecksumOffload: true,
-		TXChecksumOffload: false,
-		// One processor: packets are delivered on the reader's own
-		// goroutine, which Attach(nil) waits for. More would each run a
-		// goroutine that nothing waits for (see stop).
-		ProcessorsPerChannel: 1,
-	})
+	ep, err := newEndpoint(fd, cmp(o.MTU, defaultMTU))
 	if err != nil {
 		s.Destroy()
 		return nil, fmt.Errorf("egress: link endpoint: %w", err)
@@ -138,9 +126,7 @@ func newStack(fd int, o *Options) (*Stack, error) {
 }
 
 // Close ends every connection, stops the stack and closes the tun device.
-// The jail's processes should be gone: it keeps nothing of theirs alive, and
-// while something floods the tun device, the stack's reader never sees that
-// it must stop (see stop).
+// The jail's processes should be gone: it keeps nothing of theirs alive.
 func (st *Stack) Close() error {
 	_ = st.udp.Close()
 	// First our own goroutines, while packets still flow: a handshake in
@@ -152,33 +138,35 @@ func (st *Stack) Close() error {
 }
 
 // stop stops the stack and waits for its goroutines, after which nothing
-// reads or writes fd.
+// reads or writes fd, and the link endpoint holds no fd of its own.
 //
 // The order matters, or Close can hang for good. The link endpoint's reader
-// (fdbased's dispatch loop) takes each packet up to the transport layer on
-// its own goroutine: with ProcessorsPerChannel 1, fdbased starts no
-// processor goroutines and delivers inline. There a segment of no
-// connection is answered with a reset (tcp's replyWithReset), which takes
-// the stack's lock (FindRoute, and FindNICNameFromID to write). stack.Wait
-// removes the NIC holding that lock, and nic.remove waits for the reader
-// (fdbased's Attach(nil), then Wait): a reader in the middle of a reset
-// and a Wait in the middle of removing the NIC wait for each other forever.
+// (endpoint.read) takes each packet up to the transport layer on its own
+// goroutine. There a segment of no connection is answered with a reset
+// (tcp's replyWithReset), which takes the stack's lock (FindRoute, and
+// FindNICNameFromID to write). stack.Wait removes the NIC holding that
+// lock, and nic.remove calls Attach(nil), which waits for the reader: a
+// reader in the middle of a reset and a Wait in the middle of removing the
+// NIC would wait for each other forever.
 //
 // So the reader is stopped first, with no lock of the stack held:
-// Attach(nil) signals it (an eventfd its poll watches, looked at once the
-// tun queue is empty) and waits until it has returned, its last packet and
-// reset included. Nothing else reads fd, so no packet from the jail enters
-// the stack after that, and no new endpoint appears while Close aborts the
-// registered ones. When Wait then removes the NIC, Attach(nil) finds no
-// dispatcher and does nothing, and Wait finds no reader to wait for. The
-// default queueing discipline (CreateNIC is given none) writes inline, with
-// no goroutine of its own to outlive Wait; our own goroutines are done
-// (shutdown) or never write (handleTCP). The caller closes fd only after
-// this, so that no write goes to a reused fd number.
+// Attach(nil) tells it to stop (a flag it looks at before each read, and
+// an eventfd that wakes it from its poll) and waits until it has returned,
+// its last packet and reset included. Nothing else reads fd, so no packet
+// from the jail enters the stack after that, and no new endpoint appears
+// while Close aborts the registered ones. When Wait then removes the NIC,
+// Attach(nil) finds the reader stopped and returns at once. The default
+// queueing discipline (CreateNIC is given none) writes inline, with no
+// goroutine of its own to outlive Wait; our own goroutines are done
+// (shutdown) or never write (handleTCP). The endpoint's Close, last,
+// closes its eventfd (Wait calls it too, but only for a NIC it created).
+// The caller closes fd only after this, so that no write goes to a reused
+// fd number.
 func (st *Stack) stop() {
 	st.link.Attach(nil)
 	st.s.Close()
 	st.s.Wait()
+	st.link.Close()
 }
 
 // serveDNS answers the jail's DNS over UDP.
