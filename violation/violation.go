@@ -15,7 +15,9 @@ const (
 	Protocol     = "protocol"        // neither TLS nor HTTP/1, or nothing sent in time
 	UDP          = "udp"             // a UDP datagram to anything but the sandbox's resolver
 	Private      = "private_address" // the name resolved to an address the policy refuses
-	Limit        = "limit"           // a connection, byte or idle limit
+	Limit        = "limit"           // a connection, byte or idle limit; a tool call, size or time limit
+
+	Tool = "tool" // a tool call that the tool policy refused (a denied tool, another group)
 )
 
 // Violation is one kind of denied operation, and how often it happened.

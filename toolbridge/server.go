@@ -1,0 +1,440 @@
+package toolbridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// startTimeout bounds one attempt to start a server and initialize its
+	// session, whoever waits for it.
+	startTimeout = 60 * time.Second
+	// maxBackoff is the longest a failing server is left alone.
+	maxBackoff = 30 * time.Second
+	// stopGrace is how long a stdio server has to exit once its stdin is
+	// closed, before it is signalled.
+	stopGrace = 2 * time.Second
+)
+
+// backoff is how long to wait before the next start after n failures in a
+// row: none after the first (a crash restarts at once), then doubling.
+func backoff(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	return min(500*time.Millisecond<<min(n-2, 10), maxBackoff)
+}
+
+// server is one downstream server and its current session, if any.
+type server struct {
+	name   string
+	cfg    Server
+	log    *slog.Logger
+	redact *strings.Replacer
+	client *mcp.Client
+	// life ends when the bridge closes: it stops a start in progress.
+	life context.Context
+	end  context.CancelFunc
+
+	mu       sync.Mutex
+	sess     *mcp.ClientSession
+	listed   []Tool        // of sess, once listed
+	starting chan struct{} // closed when the current start ends; nil when none
+	failures int           // in a row
+	retryAt  time.Time
+	lastErr  error // of the last failure, redacted
+	closed   bool
+}
+
+func newServer(name string, cfg Server, home string, log *slog.Logger) *server {
+	s := &server{name: name, cfg: cfg, log: log}
+	s.life, s.end = context.WithCancel(context.Background())
+	s.redact = redactor(cfg, home)
+	s.client = mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"},
+		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				s.mu.Lock()
+				s.listed = nil
+				s.mu.Unlock()
+			}})
+	return s
+}
+
+// redactor replaces what must not reach the code: the values of the
+// server's environment and headers (its credentials), its command's path,
+// its working directory and the host's home directory. Longer strings go
+// first, so that a path inside the home is replaced whole.
+func redactor(cfg Server, home string) *strings.Replacer {
+	type pair struct{ old, new string }
+	var ps []pair
+	for _, v := range cfg.Env {
+		if len(v) >= 6 {
+			ps = append(ps, pair{v, "[redacted]"})
+		}
+	}
+	for _, v := range cfg.Headers {
+		if len(v) >= 6 {
+			ps = append(ps, pair{v, "[redacted]"})
+		}
+	}
+	if cfg.Command != "" {
+		base := cfg.Command[strings.LastIndexByte(cfg.Command, '/')+1:]
+		if strings.Contains(cfg.Command, "/") {
+			ps = append(ps, pair{cfg.Command, base})
+		}
+		if p, err := exec.LookPath(cfg.Command); err == nil && p != base {
+			ps = append(ps, pair{p, base})
+		}
+	}
+	if cfg.Dir != "" && cfg.Dir != "/" {
+		ps = append(ps, pair{cfg.Dir, "."})
+	}
+	if home != "" && home != "/" {
+		ps = append(ps, pair{home, "~"})
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return len(ps[i].old) > len(ps[j].old) })
+	var args []string
+	for _, p := range ps {
+		args = append(args, p.old, p.new)
+	}
+	return strings.NewReplacer(args...)
+}
+
+// session returns the server's live session, starting the server if it
+// has none. Concurrent callers share one start; a server that failed
+// recently is not tried again before its back-off ends, and the caller gets
+// the last failure at once instead of waiting.
+func (s *server) session(ctx context.Context) (*mcp.ClientSession, error) {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("tool server %s: the bridge is closed", s.name)
+		}
+		if s.sess != nil {
+			sess := s.sess
+			s.mu.Unlock()
+			return sess, nil
+		}
+		if s.starting == nil {
+			if wait := time.Until(s.retryAt); s.failures > 0 && wait > 0 {
+				err := fmt.Errorf("tool server %s is not available: %w (failed %d times in a row; next attempt in %v)",
+					s.name, s.lastErr, s.failures, wait.Round(time.Second/10))
+				s.mu.Unlock()
+				return nil, err
+			}
+			s.starting = make(chan struct{})
+			go s.start(s.starting)
+		}
+		starting := s.starting
+		s.mu.Unlock()
+		select {
+		case <-starting:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, refusef(KindLimit, s.name, "", "tool server %s did not start within the call's time (%v); it is still starting", s.name, s.cfg.Policy.Timeout)
+			}
+			return nil, fmt.Errorf("tool server %s: still starting: %w", s.name, ctx.Err())
+		}
+		s.mu.Lock()
+		failed := s.sess == nil && s.lastErr != nil
+		err := s.lastErr
+		s.mu.Unlock()
+		if failed {
+			return nil, fmt.Errorf("tool server %s is not available: %w", s.name, err)
+		}
+	}
+}
+
+// start makes one attempt to start the server, then closes done. It runs
+// on its own context: a caller that gives up does not fail the start for
+// the others.
+func (s *server) start(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(s.life, startTimeout)
+	defer cancel()
+	var stderr *tail
+	var t mcp.Transport
+	if s.cfg.Command != "" {
+		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
+		// The server's environment is its own settings and nothing else:
+		// a nil Env would hand it Crucible's.
+		cmd.Env = make([]string, 0, len(s.cfg.Env))
+		for k, v := range s.cfg.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Dir = s.cfg.Dir
+		stderr = &tail{}
+		cmd.Stderr = stderr
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: stopGrace}
+	} else {
+		t = &mcp.StreamableClientTransport{
+			Endpoint:             s.cfg.URL,
+			HTTPClient:           &http.Client{Transport: headers{s.cfg.Headers, http.DefaultTransport}},
+			MaxRetries:           -1, // we restart the session ourselves
+			DisableStandaloneSSE: true,
+		}
+	}
+	sess, err := s.client.Connect(ctx, t, nil)
+	s.mu.Lock()
+	defer func() {
+		close(done)
+		s.starting = nil
+		s.mu.Unlock()
+	}()
+	if err == nil && s.closed {
+		go func() { _ = sess.Close() }()
+		err = errors.New("the bridge is closed")
+	}
+	if err != nil {
+		msg := err.Error()
+		if line := stderr.last(); line != "" {
+			msg += "; its last words: " + line
+		}
+		s.fail(errors.New(s.redact.Replace(msg)))
+		return
+	}
+	s.log.Info("tool server started")
+	s.sess, s.listed, s.failures, s.lastErr = sess, nil, 0, nil
+	go func() {
+		// A server that exits or drops its connection is dropped, so that
+		// the next call starts it again.
+		why := errors.New("it stopped")
+		if err := sess.Wait(); err != nil {
+			why = fmt.Errorf("it stopped: %w", err)
+		}
+		s.drop(sess, why)
+	}()
+}
+
+// fail records a failure; s.mu is held.
+func (s *server) fail(err error) {
+	s.failures++
+	s.lastErr = err
+	s.retryAt = time.Now().Add(backoff(s.failures))
+	s.log.Warn("tool server failed", "failures", s.failures, "err", err)
+}
+
+// drop forgets sess if it is still the current session, and closes it.
+func (s *server) drop(sess *mcp.ClientSession, why error) {
+	s.mu.Lock()
+	if s.sess == sess {
+		s.sess, s.listed = nil, nil
+		s.fail(errors.New(s.redact.Replace(why.Error())))
+	}
+	s.mu.Unlock()
+	go func() { _ = sess.Close() }()
+}
+
+func (s *server) close() {
+	s.end()
+	s.mu.Lock()
+	s.closed = true
+	sess := s.sess
+	s.sess = nil
+	s.mu.Unlock()
+	if sess != nil {
+		_ = sess.Close()
+	}
+}
+
+// tools lists the server's tools that its policy allows.
+func (s *server) tools(ctx context.Context) ([]Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Policy.Timeout)
+	defer cancel()
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cached := s.listed
+	s.mu.Unlock()
+	if cached != nil {
+		return cached, nil
+	}
+	var list []Tool
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, s.failed(sess, "", err)
+		}
+		if s.cfg.Policy.refuses(t.Name) != "" {
+			continue
+		}
+		list = append(list, Tool{Server: s.name, Name: t.Name,
+			Description:  s.redact.Replace(t.Description),
+			InputSchema:  t.InputSchema,
+			OutputSchema: t.OutputSchema})
+	}
+	slices.SortFunc(list, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	if list == nil {
+		list = []Tool{}
+	}
+	s.mu.Lock()
+	if s.sess == sess {
+		s.listed = list
+	}
+	s.mu.Unlock()
+	return list, nil
+}
+
+// call calls tool; the per-call timeout covers the server's start too, so
+// that a server that never answers costs a call its timeout, not more.
+func (s *server) call(ctx context.Context, tool string, args []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Policy.Timeout)
+	defer cancel()
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+	if err != nil {
+		return nil, s.failed(sess, tool, err)
+	}
+	if res.IsError {
+		return nil, &ToolError{Server: s.name, Tool: tool, Message: s.redact.Replace(errorText(res))}
+	}
+	out, err := value(res)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", s.name, tool, err)
+	}
+	return out, nil
+}
+
+func (s *server) resource(ctx context.Context, uri string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Policy.Timeout)
+	defer cancel()
+	sess, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sess.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return nil, s.failed(sess, "", err)
+	}
+	out, err := contents(res.Contents)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading %s: %w", s.name, uri, err)
+	}
+	return out, nil
+}
+
+// failed turns an error of a request on sess into one safe for the code,
+// and drops the session when the error says it is gone.
+func (s *server) failed(sess *mcp.ClientSession, tool string, err error) error {
+	what := s.name
+	if tool != "" {
+		what += "." + tool
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return refusef(KindLimit, s.name, tool, "%s did not answer within %v, the per-call timeout", what, s.cfg.Policy.Timeout)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("%s: the call was cancelled", what)
+	}
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		// The server's own answer: it is alive.
+		return fmt.Errorf("%s: %s", what, s.redact.Replace(rpc.Message))
+	}
+	// Anything else is the connection's: a server that exited, a broken
+	// pipe, an HTTP failure. Start afresh for the next call.
+	s.drop(sess, errors.New("it stopped during a call"))
+	return fmt.Errorf("tool server %s stopped during the call of %s; it is restarted for the next call", s.name, what)
+}
+
+// redactJSON redacts the server's credentials and paths from the strings
+// (keys included) of a JSON value; numbers and the rest are left as they
+// are, so that the value stays valid JSON whatever the secrets look like.
+func (s *server) redactJSON(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return s.redact.Replace(v)
+		case []any:
+			for i := range v {
+				v[i] = walk(v[i])
+			}
+		case map[string]any:
+			m := make(map[string]any, len(v))
+			for k, x := range v {
+				m[s.redact.Replace(k)] = walk(x)
+			}
+			return m
+		}
+		return v
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(walk(v)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// headers adds a server's configured headers to every request.
+type headers struct {
+	h    map[string]string
+	next http.RoundTripper
+}
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.h {
+		r.Header.Set(k, v)
+	}
+	return h.next.RoundTrip(r)
+}
+
+// tail keeps the end of a server's stderr, for the error of a failed start.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 4096
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailSize {
+		t.buf = slices.Clone(t.buf[len(t.buf)-tailSize:])
+	}
+	return len(p), nil
+}
+
+// last returns the last non-empty line written, at most 200 bytes of it.
+func (t *tail) last() string {
+	if t == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 200 {
+		l = l[:200] + "..."
+	}
+	return l
+}

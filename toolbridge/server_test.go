@@ -1,0 +1,141 @@
+package toolbridge
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tests' own MCP server, for what the real ones cannot do on demand:
+// crash mid-call, hang, return 10 MB or an error, start slowly or not at
+// all. The test binary is the server when testServerEnv is set in its
+// (otherwise empty) environment.
+const testServerEnv = "TOOLBRIDGE_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(testServerEnv) != "" {
+		serveStdio()
+		return
+	}
+	flag.Parse()
+	os.Exit(m.Run())
+}
+
+func serveStdio() {
+	if os.Getenv("DIE_AT_START") != "" {
+		fmt.Fprintln(os.Stderr, "loading config")
+		fmt.Fprintln(os.Stderr, "fatal: no token configured")
+		os.Exit(1)
+	}
+	if d, err := time.ParseDuration(os.Getenv("SLOW_START")); err == nil {
+		time.Sleep(d)
+	}
+	home := ""
+	for i, a := range os.Args {
+		if a == "-home" && i+1 < len(os.Args) {
+			home = os.Args[i+1]
+		}
+	}
+	if err := testServer(home, true).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+type textArgs struct {
+	Text string `json:"text" jsonschema:"what to echo"`
+}
+
+type sizeArgs struct {
+	N int `json:"n" jsonschema:"how many bytes"`
+}
+
+type answer struct {
+	N    int    `json:"n"`
+	Unit string `json:"unit"`
+}
+
+// testServer is the server's tools; home is the host's home directory, for
+// an error message that names it. A server in the test's own process
+// cannot crash.
+func testServer(home string, canCrash bool) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes the text back.\nSecond line."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
+			return text(a.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "structured", Description: "Returns structured content."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, answer, error) {
+			return nil, answer{N: 42, Unit: "things"}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "json_text", Description: "Returns JSON as text."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return text(` {"a": 1, "b": [2, 3]}`), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Returns an image."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG")}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fails, naming host paths and its token."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			wd, _ := os.Getwd()
+			exe, _ := os.Executable()
+			msg := fmt.Sprintf("cannot open %s/data.db (server %s, config %s/.testrc, token %s)", wd, exe, home, os.Getenv("CANARY"))
+			r := text(msg)
+			r.IsError = true
+			return r, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "leak", Description: "Returns its token."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return text(`{"token": "token=` + os.Getenv("CANARY") + `", "n": 4242424}`), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "environ", Description: "Lists its environment's names."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			var names []string
+			for _, kv := range os.Environ() {
+				k, _, _ := strings.Cut(kv, "=")
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			b, _ := json.Marshal(names)
+			return text(string(b)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "Returns its process id."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return text(fmt.Sprint(os.Getpid())), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Returns n bytes of text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a sizeArgs) (*mcp.CallToolResult, any, error) {
+			return text(strings.Repeat("x", a.N)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits in the middle of the call."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			if canCrash {
+				os.Exit(3)
+			}
+			return text("cannot crash in process"), nil, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "hello"}}}, nil
+		})
+	return s
+}

@@ -1,0 +1,277 @@
+// Package toolbridge is the host side of the tool bridge: MCP clients of the
+// downstream servers that an execution's code may call, the policy and
+// limits each call passes first, and the TypeScript declarations of the
+// tools the code sees.
+//
+// A [Bridge] holds the servers of one Crucible process: each is started (or
+// connected to) on first use, shared by every execution, and restarted with
+// back-off when it dies. A [Session] is one execution's view of the bridge:
+// it counts the execution's calls and remembers the first group it used.
+//
+// It knows nothing of the configuration file, the jail or the channel the
+// code's calls arrive on: the sandbox package hands it [Server] settings and
+// carries calls to a Session. Every error a Session returns is safe to show
+// the code: host paths and the servers' own credentials are redacted.
+package toolbridge
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of the zero values in [Policy] and [Limits].
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultCalls       = 50
+	DefaultArgBytes    = 1 << 20
+	DefaultResultBytes = 1 << 20
+)
+
+// Server is one downstream MCP server: a command that Crucible starts and
+// speaks to on its stdin and stdout, or the URL of a Streamable HTTP
+// endpoint. Exactly one of Command and URL is set.
+type Server struct {
+	// Command is the program of a stdio server, looked up in Crucible's
+	// PATH when it has no slash.
+	Command string
+	Args    []string
+	// Env is the whole environment of a stdio server: nothing of Crucible's
+	// own is passed on. Its values are redacted from whatever the code gets.
+	Env map[string]string
+	// Dir is the stdio server's working directory; "" is Crucible's.
+	Dir string
+
+	// URL is a Streamable HTTP endpoint; Headers go with every request
+	// (an Authorization header, say), and their values are redacted like
+	// Env's.
+	URL     string
+	Headers map[string]string
+
+	Policy Policy
+}
+
+// Policy is what the code may do with one server.
+type Policy struct {
+	// Allow and Deny are globs of tool names (path.Match syntax: *, ?,
+	// [a-z]). Deny wins; an empty Allow allows every tool not denied.
+	Allow, Deny []string
+	// Group names the server's data-flow group: once an execution has
+	// called a server of one group, a server of another group is refused
+	// for the rest of it. "" is no group.
+	Group string
+	// Timeout bounds each call; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Limits bound one execution's use of the bridge; zero fields mean the
+// defaults.
+type Limits struct {
+	Calls       int   // tool calls and resource reads
+	ArgBytes    int64 // the JSON of one call's arguments
+	ResultBytes int64 // the JSON of one call's value
+}
+
+func (l Limits) withDefaults() Limits {
+	l.Calls = cmp.Or(l.Calls, DefaultCalls)
+	l.ArgBytes = cmp.Or(l.ArgBytes, DefaultArgBytes)
+	l.ResultBytes = cmp.Or(l.ResultBytes, DefaultResultBytes)
+	return l
+}
+
+// Options configure a [Bridge].
+type Options struct {
+	Servers map[string]Server // by name, as the code names them
+	Limits  Limits            // of each Session
+	// Logger receives the servers' starts, deaths and stderr lines; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Bridge holds the downstream servers of one Crucible process. It is safe
+// for concurrent use.
+type Bridge struct {
+	servers map[string]*server
+	limits  Limits
+	log     *slog.Logger
+}
+
+// New returns a bridge to the servers of o. It starts nothing: each server
+// starts on its first use.
+func New(o Options) (*Bridge, error) {
+	b := &Bridge{servers: map[string]*server{}, limits: o.Limits.withDefaults(), log: o.Logger}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	home, _ := os.UserHomeDir()
+	for name, s := range o.Servers {
+		if why := ServerNameOK(name); why != "" {
+			return nil, fmt.Errorf("tool server %q: the name %s", name, why)
+		}
+		if (s.Command == "") == (s.URL == "") {
+			return nil, fmt.Errorf("tool server %s: exactly one of a command and a URL is needed", name)
+		}
+		if err := checkGlobs(s.Policy); err != nil {
+			return nil, fmt.Errorf("tool server %s: %w", name, err)
+		}
+		s.Policy.Timeout = cmp.Or(s.Policy.Timeout, DefaultTimeout)
+		b.servers[name] = newServer(name, s, home, b.log.With("server", name))
+	}
+	return b, nil
+}
+
+// Close stops every server the bridge started and ends its connections; a
+// stdio server has a moment to exit before it is killed.
+func (b *Bridge) Close() {
+	var wg sync.WaitGroup
+	for _, s := range b.servers {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+}
+
+// Servers returns the names of the configured servers, sorted.
+func (b *Bridge) Servers() []string { return slices.Sorted(maps.Keys(b.servers)) }
+
+// Tool is one tool that the code may call.
+type Tool struct {
+	Server       string `json:"server"`
+	Name         string `json:"name"`
+	Description  string `json:"description,omitempty"`
+	InputSchema  any    `json:"input_schema,omitempty"`
+	OutputSchema any    `json:"output_schema,omitempty"`
+}
+
+// Tools lists the tools of every server that their policies allow, sorted
+// by server and name, starting the servers that have not started yet. A
+// server that cannot list its tools is left out, and its error (naming it)
+// is joined into the error returned with the others' tools.
+func (b *Bridge) Tools(ctx context.Context) ([]Tool, error) {
+	names := b.Servers()
+	lists := make([][]Tool, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { lists[i], errs[i] = b.servers[name].tools(ctx) })
+	}
+	wg.Wait()
+	return slices.Concat(lists...), errors.Join(errs...)
+}
+
+// Session is one execution's use of the bridge: its calls are counted
+// against the bridge's [Limits] and its groups kept apart. It is safe for
+// concurrent use.
+type Session struct {
+	b *Bridge
+
+	mu    sync.Mutex
+	calls int
+	group string // the first group called, "" until then
+}
+
+// NewSession begins an execution's use of the bridge.
+func (b *Bridge) NewSession() *Session { return &Session{b: b} }
+
+// Calls returns how many calls the session has made (refused ones not
+// counted).
+func (s *Session) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// Tools lists the tools the session may call; see [Bridge.Tools].
+func (s *Session) Tools(ctx context.Context) ([]Tool, error) { return s.b.Tools(ctx) }
+
+// admit checks a call of tool ("" for a resource) on the named server
+// against the policy and the limits, and counts it.
+func (s *Session) admit(name, tool string, argBytes int) (*server, error) {
+	srv, ok := s.b.servers[name]
+	if !ok {
+		return nil, refusef(KindTool, name, tool, "there is no tool server %q (servers: %s)", name, strings.Join(s.b.Servers(), ", "))
+	}
+	if tool != "" {
+		if why := srv.cfg.Policy.refuses(tool); why != "" {
+			return nil, refusef(KindTool, name, tool, "%s", why)
+		}
+	}
+	lim := s.b.limits
+	if int64(argBytes) > lim.ArgBytes {
+		return nil, refusef(KindLimit, name, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", argBytes, lim.ArgBytes)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := srv.cfg.Policy.Group
+	if g != "" && s.group != "" && g != s.group {
+		return nil, refusef(KindTool, name, tool, "tool server %s is in group %q, and this execution has already used group %q: groups are kept apart, so use %q's tools in another execution", name, g, s.group, g)
+	}
+	if s.calls >= lim.Calls {
+		return nil, refusef(KindLimit, name, tool, "this execution has made its %d tool calls, the most allowed: make fewer calls, e.g. one that returns more", lim.Calls)
+	}
+	if g != "" {
+		s.group = g
+	}
+	s.calls++
+	return srv, nil
+}
+
+// Call calls tool on the named server with args (a JSON object; empty means
+// {}) and returns its value as JSON: the tool's structured content when it
+// has some; else, for each content item, its text (parsed, when it is JSON)
+// or, for an image, audio or resource, an object {type, mimeType, data} (or
+// {type, uri, ...}); one item is the value itself, several are an array of
+// them, none is null.
+//
+// A refusal is a [*Refusal]; a tool that reports an error is a
+// [*ToolError]; a server that cannot be reached is an error naming it.
+func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([]byte, error) {
+	args, err := objectArgs(args)
+	if err != nil {
+		return nil, fmt.Errorf("%s.%s: %w", server, tool, err)
+	}
+	srv, err := s.admit(server, tool, len(args))
+	if err != nil {
+		return nil, err
+	}
+	out, err := srv.call(ctx, tool, args)
+	if err != nil {
+		return nil, err
+	}
+	return s.bounded(srv, tool, out)
+}
+
+// Resource reads the resource at uri on the named server and returns its
+// contents as JSON: a list of {uri, mimeType, text} or {uri, mimeType,
+// blob} (base64). It counts as a call.
+func (s *Session) Resource(ctx context.Context, server, uri string) ([]byte, error) {
+	srv, err := s.admit(server, "", len(uri))
+	if err != nil {
+		return nil, err
+	}
+	out, err := srv.resource(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	return s.bounded(srv, "", out)
+}
+
+// bounded checks the size of a value before it is redacted (which walks
+// all of it), and redacts it.
+func (s *Session) bounded(srv *server, tool string, out []byte) ([]byte, error) {
+	if max := s.b.limits.ResultBytes; int64(len(out)) > max {
+		return nil, refusef(KindLimit, srv.name, tool, "the result is %d bytes of JSON, more than the %d allowed: ask the tool for less (a filter, a page, a smaller range)", len(out), max)
+	}
+	out, err := srv.redactJSON(out)
+	if err != nil {
+		return nil, fmt.Errorf("tool server %s: %w", srv.name, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,408 @@
+package toolbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const canary = "canary-7f3a91c2e5"
+
+// testCtx bounds a test: generous, since the servers start on a slow VM.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// goServer is the test binary as a stdio server, with extra environment.
+func goServer(t *testing.T, env ...string) Server {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	s := Server{Command: exe, Args: []string{"-home", home}, Dir: t.TempDir(),
+		Env: map[string]string{testServerEnv: "1", "CANARY": canary}}
+	for i := 0; i+1 < len(env); i += 2 {
+		s.Env[env[i]] = env[i+1]
+	}
+	return s
+}
+
+func newBridge(t *testing.T, o Options) *Bridge {
+	t.Helper()
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func call(t *testing.T, s *Session, server, tool, args string) (string, error) {
+	t.Helper()
+	out, err := s.Call(testCtx(t), server, tool, []byte(args))
+	return string(out), err
+}
+
+func mustCall(t *testing.T, s *Session, server, tool, args string) string {
+	t.Helper()
+	out, err := call(t, s, server, tool, args)
+	if err != nil {
+		t.Fatalf("%s.%s(%s): %v", server, tool, args, err)
+	}
+	return out
+}
+
+func wantRefusal(t *testing.T, err error, kind, mention string) {
+	t.Helper()
+	var r *Refusal
+	if !errors.As(err, &r) || r.Kind != kind || !strings.Contains(r.Reason, mention) {
+		t.Fatalf("error = %v; want a %q refusal mentioning %q", err, kind, mention)
+	}
+}
+
+func TestCallValues(t *testing.T) {
+	b := newBridge(t, Options{Servers: map[string]Server{"go": goServer(t)}})
+	s := b.NewSession()
+	for _, tt := range []struct{ tool, args, want string }{
+		{"echo", `{"text": "hi there"}`, `"hi there"`},
+		{"echo", `{"text": "[1, 2"}`, `"[1, 2"`},       // not JSON: the text
+		{"structured", ``, `{"n":42,"unit":"things"}`}, // structured content wins
+		{"json_text", `null`, `{"a":1,"b":[2,3]}`},     // text that is JSON
+		{"image", `{}`, `{"data":"iVBORw==","mimeType":"image/png","type":"image"}`},
+	} {
+		if got := mustCall(t, s, "go", tt.tool, tt.args); got != tt.want {
+			t.Errorf("%s(%s) = %s; want %s", tt.tool, tt.args, got, tt.want)
+		}
+	}
+	got, err := s.Resource(testCtx(t), "go", "test://hello")
+	if err != nil || string(got) != `[{"mimeType":"text/plain","text":"hello","uri":"test://hello"}]` {
+		t.Errorf("resource = %s, %v", got, err)
+	}
+	if _, err := call(t, s, "go", "echo", `[1]`); err == nil || !strings.Contains(err.Error(), "JSON object") {
+		t.Errorf("array arguments: %v", err)
+	}
+	if _, err := call(t, s, "nope", "echo", `{}`); err == nil || !strings.Contains(err.Error(), `no tool server "nope" (servers: go)`) {
+		t.Errorf("unknown server: %v", err)
+	}
+	if _, err := call(t, s, "go", "no_such_tool", `{}`); err == nil || !strings.Contains(err.Error(), "no_such_tool") {
+		t.Errorf("unknown tool: %v", err)
+	}
+}
+
+func TestToolsListAndPolicy(t *testing.T) {
+	srv := goServer(t)
+	srv.Policy = Policy{Allow: []string{"e*", "json_*", "fail"}, Deny: []string{"env*", "fail"}}
+	b := newBridge(t, Options{Servers: map[string]Server{"go": srv}})
+	tools, err := b.Tools(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	if strings.Join(names, ",") != "echo,json_text" {
+		t.Errorf("tools = %v; want echo,json_text (allow e*, json_*, fail; deny env*, fail)", names)
+	}
+	if tools[0].Server != "go" || tools[0].Description == "" || tools[0].InputSchema == nil {
+		t.Errorf("echo = %+v", tools[0])
+	}
+	s := b.NewSession()
+	mustCall(t, s, "go", "echo", `{"text":"x"}`)
+	_, err = call(t, s, "go", "fail", `{}`)
+	wantRefusal(t, err, KindTool, `denied by this server's policy (rule "fail")`)
+	_, err = call(t, s, "go", "environ", `{}`)
+	wantRefusal(t, err, KindTool, `denied`)
+	_, err = call(t, s, "go", "pid", `{}`)
+	wantRefusal(t, err, KindTool, "not in this server's allow list")
+	if s.Calls() != 1 {
+		t.Errorf("calls = %d; want 1 (refusals are not counted)", s.Calls())
+	}
+}
+
+func TestGroups(t *testing.T) {
+	mail, paste, free := goServer(t), goServer(t), goServer(t)
+	mail.Policy.Group, paste.Policy.Group = "private", "public"
+	b := newBridge(t, Options{Servers: map[string]Server{"mail": mail, "paste": paste, "calc": free}})
+	s := b.NewSession()
+	mustCall(t, s, "calc", "pid", `{}`) // no group: binds nothing
+	mustCall(t, s, "mail", "pid", `{}`)
+	mustCall(t, s, "calc", "pid", `{}`)
+	_, err := call(t, s, "paste", "echo", `{"text":"the mail"}`)
+	wantRefusal(t, err, KindTool, `group "public", and this execution has already used group "private"`)
+	mustCall(t, s, "mail", "pid", `{}`)
+	// Another execution starts afresh.
+	s2 := b.NewSession()
+	mustCall(t, s2, "paste", "pid", `{}`)
+	_, err = call(t, s2, "mail", "pid", `{}`)
+	wantRefusal(t, err, KindTool, `already used group "public"`)
+}
+
+func TestLimits(t *testing.T) {
+	b := newBridge(t, Options{Servers: map[string]Server{"go": goServer(t)},
+		Limits: Limits{Calls: 3, ArgBytes: 1024}})
+	s := b.NewSession()
+	_, err := call(t, s, "go", "echo", `{"text":"`+strings.Repeat("a", 2000)+`"}`)
+	wantRefusal(t, err, KindLimit, "more than the 1024 allowed")
+	mustCall(t, s, "go", "big", `{"n": 1000}`)
+	_, err = call(t, s, "go", "big", `{"n": 10000000}`) // 10 MB
+	wantRefusal(t, err, KindLimit, "more than the 1048576 allowed")
+	mustCall(t, s, "go", "echo", `{"text":"third"}`)
+	_, err = call(t, s, "go", "echo", `{"text":"fourth"}`)
+	wantRefusal(t, err, KindLimit, "its 3 tool calls")
+	if _, err := s.Resource(testCtx(t), "go", "test://hello"); err == nil {
+		t.Error("a resource read past the call limit was made")
+	}
+	// The limit is the session's, not the bridge's.
+	mustCall(t, b.NewSession(), "go", "echo", `{"text":"again"}`)
+}
+
+func TestTimeoutOnHang(t *testing.T) {
+	srv := goServer(t)
+	srv.Policy.Timeout = 2 * time.Second
+	b := newBridge(t, Options{Servers: map[string]Server{"go": srv}})
+	s := b.NewSession()
+	mustCall(t, s, "go", "pid", `{}`) // started, so the timeout is the call's alone
+	_, err := call(t, s, "go", "hang", `{}`)
+	wantRefusal(t, err, KindLimit, "go.hang did not answer within 2s")
+	mustCall(t, s, "go", "echo", `{"text":"still there"}`)
+
+	// The caller's own context is honoured too.
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go cancel()
+	if _, err := s.Call(ctx, "go", "hang", nil); err == nil {
+		t.Error("a cancelled call returned no error")
+	}
+}
+
+func TestCrashRestarts(t *testing.T) {
+	b := newBridge(t, Options{Servers: map[string]Server{"go": goServer(t)}})
+	s := b.NewSession()
+	pid := mustCall(t, s, "go", "pid", `{}`)
+	_, err := call(t, s, "go", "crash", `{}`)
+	if err == nil || !strings.Contains(err.Error(), "tool server go stopped during the call") {
+		t.Fatalf("crash: %v", err)
+	}
+	pid2 := mustCall(t, s, "go", "pid", `{}`)
+	if pid2 == pid {
+		t.Errorf("the same process (%s) answered after the crash", pid)
+	}
+	mustCall(t, b.NewSession(), "go", "echo", `{"text":"next execution"}`)
+}
+
+func TestKeepsFailing(t *testing.T) {
+	b := newBridge(t, Options{Servers: map[string]Server{"flaky": goServer(t, "DIE_AT_START", "1")}})
+	s := b.NewSession()
+	for i := range 3 {
+		_, err := call(t, s, "flaky", "echo", `{}`)
+		if err == nil || !strings.Contains(err.Error(), "tool server flaky is not available") ||
+			!strings.Contains(err.Error(), "fatal: no token configured") {
+			t.Fatalf("call %d: %v; want the server named, and its last words", i, err)
+		}
+		if i == 2 && !strings.Contains(err.Error(), "failed 2 times in a row") {
+			t.Errorf("call %d, during the back-off: %v", i, err)
+		}
+	}
+	if _, err := b.Tools(testCtx(t)); err == nil || !strings.Contains(err.Error(), "flaky") {
+		t.Errorf("Tools: %v", err)
+	}
+}
+
+// A server that never finishes starting costs a call its timeout, and is
+// stopped when the bridge closes.
+func TestHangAtStart(t *testing.T) {
+	srv := goServer(t, "SLOW_START", "1h")
+	srv.Policy.Timeout = 2 * time.Second
+	b := newBridge(t, Options{Servers: map[string]Server{"stuck": srv}})
+	_, err := call(t, b.NewSession(), "stuck", "pid", `{}`)
+	wantRefusal(t, err, KindLimit, "tool server stuck did not start within the call's time (2s)")
+}
+
+func TestSlowStartShared(t *testing.T) {
+	b := newBridge(t, Options{Servers: map[string]Server{"go": goServer(t, "SLOW_START", "1s")}})
+	var wg sync.WaitGroup
+	pids := make([]string, 6)
+	errs := make([]error, 6)
+	for i := range pids {
+		wg.Go(func() { pids[i], errs[i] = call(t, b.NewSession(), "go", "pid", `{}`) })
+	}
+	wg.Wait()
+	for i := range pids {
+		if errs[i] != nil || pids[i] != pids[0] {
+			t.Errorf("caller %d: %s, %v; want pid %s, the one process shared", i, pids[i], errs[i], pids[0])
+		}
+	}
+}
+
+// The server's environment is its env alone, and what it holds (a token)
+// and the host's paths never come back to the code.
+func TestRedaction(t *testing.T) {
+	t.Setenv("CRUCIBLE_HOST_CANARY", "host-only")
+	srv := goServer(t, "DIGITS", "4242424")
+	b := newBridge(t, Options{Servers: map[string]Server{"go": srv}})
+	s := b.NewSession()
+	if got := mustCall(t, s, "go", "environ", `{}`); got != `["CANARY","DIGITS","TOOLBRIDGE_TEST_SERVER"]` {
+		t.Errorf("the server's environment = %s; want only its own env", got)
+	}
+	// Redacted in strings only, so that the value stays JSON.
+	if got := mustCall(t, s, "go", "leak", `{}`); got != `{"n":4242424,"token":"token=[redacted]"}` {
+		t.Errorf("leak = %s", got)
+	}
+	_, err := call(t, s, "go", "fail", `{}`)
+	var te *ToolError
+	if !errors.As(err, &te) {
+		t.Fatalf("fail: %v; want a ToolError", err)
+	}
+	home, _ := os.UserHomeDir()
+	for _, secret := range []string{canary, srv.Dir, srv.Command, filepath.Dir(srv.Command), home} {
+		if strings.Contains(te.Error(), secret) {
+			t.Errorf("the error %q holds %q", te, secret)
+		}
+	}
+	if !strings.Contains(te.Message, "cannot open ./data.db") || !strings.Contains(te.Message, "~/.testrc") {
+		t.Errorf("error = %q; want the server's message, redacted", te.Message)
+	}
+	tools, _ := b.Tools(testCtx(t))
+	js, _ := json.Marshal(tools)
+	if strings.Contains(string(js), canary) {
+		t.Error("the tool list holds the canary")
+	}
+}
+
+func TestStreamableHTTP(t *testing.T) {
+	ms := testServer("", false)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+canary {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	b := newBridge(t, Options{Servers: map[string]Server{
+		"web":    {URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer " + canary}},
+		"nokey":  {URL: hs.URL},
+		"closed": {URL: "http://127.0.0.1:1/mcp"},
+	}})
+	s := b.NewSession()
+	if got := mustCall(t, s, "web", "structured", `{}`); got != `{"n":42,"unit":"things"}` {
+		t.Errorf("structured over HTTP = %s", got)
+	}
+	for _, name := range []string{"nokey", "closed"} {
+		_, err := call(t, s, name, "echo", `{}`)
+		if err == nil || !strings.Contains(err.Error(), "tool server "+name+" is not available") || strings.Contains(err.Error(), canary) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestNewChecks(t *testing.T) {
+	for _, s := range []Server{{}, {Command: "x", URL: "http://x"}, {Command: "x", Policy: Policy{Deny: []string{"[a"}}}} {
+		if _, err := New(Options{Servers: map[string]Server{"s": s}}); err == nil {
+			t.Errorf("New accepted %+v", s)
+		}
+	}
+}
+
+// npmServer returns the stdio settings of an npm MCP server installed by
+// npm install at the repository's root.
+func npmServer(t *testing.T, pkg string, env map[string]string) Server {
+	t.Helper()
+	node := testenv.NeedTool(t, "node")
+	main, err := filepath.Abs(filepath.Join("..", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(main); err != nil {
+		testenv.Missing(t, "needs @modelcontextprotocol/"+pkg+" (npm install at the repository's root)")
+	}
+	return Server{Command: node, Args: []string{main}, Env: env}
+}
+
+func TestServerEverything(t *testing.T) {
+	t.Setenv("CRUCIBLE_HOST_CANARY", "host-only")
+	srv := npmServer(t, "server-everything", map[string]string{"API_TOKEN": canary})
+	srv.Policy.Deny = []string{"trigger-*"}
+	b := newBridge(t, Options{Servers: map[string]Server{"everything": srv}})
+	tools, err := b.Tools(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := map[string]bool{}
+	for _, tl := range tools {
+		has[tl.Name] = true
+		if strings.HasPrefix(tl.Name, "trigger-") {
+			t.Errorf("denied tool %s listed", tl.Name)
+		}
+	}
+	for _, n := range []string{"echo", "get-sum", "get-tiny-image", "get-structured-content", "get-env"} {
+		if !has[n] {
+			t.Errorf("%s is not listed", n)
+		}
+	}
+	s := b.NewSession()
+	if got := mustCall(t, s, "everything", "echo", `{"message":"hello"}`); got != `"Echo: hello"` {
+		t.Errorf("echo = %s", got)
+	}
+	if got := mustCall(t, s, "everything", "get-sum", `{"a": 2, "b": 40}`); !strings.Contains(got, "42") {
+		t.Errorf("get-sum = %s", got)
+	}
+	var img []any
+	out := mustCall(t, s, "everything", "get-tiny-image", `{}`)
+	if err := json.Unmarshal([]byte(out), &img); err != nil {
+		t.Fatalf("get-tiny-image = %.200s: %v", out, err)
+	}
+	found := false
+	for _, it := range img {
+		if it, ok := it.(map[string]any); ok && it["type"] == "image" && it["mimeType"] == "image/png" && it["data"] != "" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("get-tiny-image = %.300s; want an item {type: image, mimeType, data}", out)
+	}
+	var st map[string]any
+	out = mustCall(t, s, "everything", "get-structured-content", `{"location":"New York"}`)
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st["temperature"] == nil {
+		t.Errorf("get-structured-content = %s", out)
+	}
+	env := mustCall(t, s, "everything", "get-env", `{}`)
+	if strings.Contains(env, canary) || strings.Contains(env, "CRUCIBLE_HOST_CANARY") || !strings.Contains(env, "API_TOKEN") {
+		t.Errorf("get-env = %s; want API_TOKEN, its value redacted, and nothing of the host", env)
+	}
+	_, err = call(t, s, "everything", "trigger-long-running-operation", `{}`)
+	wantRefusal(t, err, KindTool, "denied")
+}
+
+func TestServerMemory(t *testing.T) {
+	srv := npmServer(t, "server-memory", map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")})
+	b := newBridge(t, Options{Servers: map[string]Server{"memory": srv}})
+	s := b.NewSession()
+	mustCall(t, s, "memory", "create_entities", `{"entities":[{"name":"crucible","entityType":"project","observations":["written in Go"]}]}`)
+	var g struct {
+		Entities []struct {
+			Name         string   `json:"name"`
+			Observations []string `json:"observations"`
+		} `json:"entities"`
+	}
+	out := mustCall(t, s, "memory", "read_graph", `{}`)
+	if err := json.Unmarshal([]byte(out), &g); err != nil || len(g.Entities) != 1 || g.Entities[0].Name != "crucible" {
+		t.Errorf("read_graph = %s (%v)", out, err)
+	}
+}
