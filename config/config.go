@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"net/url"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -30,6 +32,10 @@ type Config struct {
 	Network  Network  `yaml:"network"`
 	Runtimes Runtimes `yaml:"runtimes"`
 	Audit    Audit    `yaml:"audit"`
+	// Servers are the downstream MCP servers whose tools the code may
+	// call, by the name the code calls them by.
+	Servers map[string]Server `yaml:"servers"`
+	Tools   Tools             `yaml:"tools"`
 
 	// Where each key was written, when the config came from a file, so
 	// that a problem found later (a network rule that does not compile)
@@ -133,6 +139,158 @@ func (n *Network) validate() error {
 	}
 	if n.IdleTimeout <= 0 || time.Duration(n.IdleTimeout) > maxTimeout {
 		return fieldErrorf("network.idle_timeout", "must be more than 0 and at most 24h, not %v", n.IdleTimeout)
+	}
+	return nil
+}
+
+// Server is a downstream MCP server: either a command that Crucible starts
+// and speaks to on its stdin and stdout (Command, Args, Env, Cwd), or a
+// Streamable HTTP endpoint (URL, Headers). Its name, the key in
+// Config.Servers, is an identifier: letters, digits and _, not starting with
+// a digit. (omitempty: what yaml.v3 encodes parses back to the same thing,
+// since an empty list written out would come back as a non-nil one.)
+type Server struct {
+	// Command is the server's program: an absolute path, or a name looked
+	// up in Crucible's PATH.
+	Command string   `yaml:"command,omitempty"`
+	Args    []string `yaml:"args,omitempty"`
+	// Env is the whole environment of the command: nothing of Crucible's
+	// own is passed on (give PATH if the server needs one). Its values
+	// never reach the code; a value of 6 bytes or more is redacted from
+	// what the server returns.
+	Env map[string]string `yaml:"env,omitempty"`
+	// Cwd is the command's working directory, an absolute path; "" is
+	// Crucible's own.
+	Cwd string `yaml:"cwd,omitempty"`
+	// URL is an http or https Streamable HTTP endpoint; Headers go with
+	// each request and are redacted like Env.
+	URL     string            `yaml:"url,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"`
+
+	// Tools says which of the server's tools the code may call.
+	Tools ToolFilter `yaml:"tools,omitempty"`
+	// Group is the server's data-flow group: once an execution has called
+	// a server of one group, servers of any other group are refused to it.
+	// Default "": no group.
+	Group string `yaml:"group,omitempty"`
+	// Timeout bounds each call. 0 (the default) means 30s; at most 24h.
+	Timeout Duration `yaml:"timeout,omitempty"`
+}
+
+// ToolFilter selects a server's tools by name with globs (* any run, ?
+// one character, [a-z] a class). Deny wins; no Allow means every tool.
+type ToolFilter struct {
+	Allow []string `yaml:"allow,omitempty"`
+	Deny  []string `yaml:"deny,omitempty"`
+}
+
+// Tools bounds one execution's tool calls.
+type Tools struct {
+	// MaxCalls is the most tool calls (and resource reads) of one
+	// execution. Default 50; 1 to 100000.
+	MaxCalls int `yaml:"max_calls"`
+	// MaxArgSize bounds the JSON of one call's arguments, and
+	// MaxResultSize the JSON of one call's result. Defaults 1MiB; 1KiB to
+	// 64MiB.
+	MaxArgSize    ByteSize `yaml:"max_arg_size"`
+	MaxResultSize ByteSize `yaml:"max_result_size"`
+}
+
+// Bounds of the tools section.
+const (
+	maxToolCalls = 100000
+	minToolBytes = 1 * KiB
+	maxToolBytes = 64 * MiB
+)
+
+var (
+	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+func validateServer(name string, s *Server) error {
+	at := mapPath("servers", name)
+	if !identifier.MatchString(name) {
+		return fieldErrorf(at, "the name must be an identifier: letters, digits and _, not starting with a digit")
+	}
+	key := func(k string) string { return at + "." + k }
+	switch {
+	case s.Command == "" && s.URL == "":
+		return fieldErrorf(at, "needs a command (a stdio server) or a url (a Streamable HTTP server)")
+	case s.Command != "" && s.URL != "":
+		return fieldErrorf(at, "has both a command and a url; a server is one or the other")
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fieldErrorf(key("url"), "%s is not an http or https URL", quote(s.URL))
+		}
+		for _, f := range []struct {
+			k   string
+			set bool
+		}{{"args", len(s.Args) > 0}, {"env", len(s.Env) > 0}, {"cwd", s.Cwd != ""}} {
+			if f.set {
+				return fieldErrorf(key(f.k), "is for a command; a url server takes headers")
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+			if !headerName.MatchString(k) {
+				return fieldErrorf(mapPath(key("headers"), k), "not a valid header name")
+			}
+			// The value is not quoted: it may well be a credential.
+			if strings.ContainsAny(s.Headers[k], "\r\n\x00") {
+				return fieldErrorf(mapPath(key("headers"), k), "value contains a line break or a NUL byte")
+			}
+		}
+	} else {
+		if strings.Contains(s.Command, "\x00") {
+			return fieldErrorf(key("command"), "contains a NUL byte")
+		}
+		for i, a := range s.Args {
+			if strings.Contains(a, "\x00") {
+				return fieldErrorf(fmt.Sprintf("%s[%d]", key("args"), i), "contains a NUL byte")
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			if !envName.MatchString(k) {
+				return fieldErrorf(mapPath(key("env"), k), "not a valid variable name (letters, digits and _, not starting with a digit)")
+			}
+			if strings.Contains(s.Env[k], "\x00") {
+				return fieldErrorf(mapPath(key("env"), k), "value contains a NUL byte")
+			}
+		}
+		if s.Cwd != "" && (strings.Contains(s.Cwd, "\x00") || !filepath.IsAbs(s.Cwd)) {
+			return fieldErrorf(key("cwd"), "%s is not an absolute path", quote(s.Cwd))
+		}
+		if len(s.Headers) > 0 {
+			return fieldErrorf(key("headers"), "is for a url; a command server takes env")
+		}
+	}
+	for _, l := range []struct {
+		k     string
+		globs []string
+	}{{"tools.allow", s.Tools.Allow}, {"tools.deny", s.Tools.Deny}} {
+		for i, g := range l.globs {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				return fieldErrorf(fmt.Sprintf("%s[%d]", key(l.k), i), "%s is not a tool name pattern (use e.g. get_*, *_issue or [a-c]*)", quote(g))
+			}
+		}
+	}
+	if s.Timeout < 0 || time.Duration(s.Timeout) > maxTimeout {
+		return fieldErrorf(key("timeout"), "must be at most 24h (0 means 30s), not %v", s.Timeout)
+	}
+	return nil
+}
+
+func (t *Tools) validate() error {
+	if t.MaxCalls < 1 || t.MaxCalls > maxToolCalls {
+		return fieldErrorf("tools.max_calls", "must be between 1 and %d, not %d", maxToolCalls, t.MaxCalls)
+	}
+	if t.MaxArgSize < minToolBytes || t.MaxArgSize > maxToolBytes {
+		return fieldErrorf("tools.max_arg_size", "must be between %v and %v, not %v", minToolBytes, maxToolBytes, t.MaxArgSize)
+	}
+	if t.MaxResultSize < minToolBytes || t.MaxResultSize > maxToolBytes {
+		return fieldErrorf("tools.max_result_size", "must be between %v and %v, not %v", minToolBytes, maxToolBytes, t.MaxResultSize)
 	}
 	return nil
 }
@@ -260,6 +418,7 @@ func Default() *Config {
 			IdleTimeout:    Duration(60 * time.Second),
 		},
 		Runtimes: Runtimes{Python: "/usr/bin/python3", JSHeap: 256 * MiB, JSStack: 10000},
+		Tools:    Tools{MaxCalls: 50, MaxArgSize: 1 * MiB, MaxResultSize: 1 * MiB},
 	}
 }
 
@@ -281,6 +440,10 @@ func (c *Config) Normalize() {
 	clean(&c.Runtimes.Python)
 	clean(&c.Runtimes.Deno)
 	clean(&c.Audit.File)
+	for name, s := range c.Servers {
+		clean(&s.Cwd)
+		c.Servers[name] = s
+	}
 }
 
 // Validate checks every bound, in field order, and returns the first violation
@@ -301,7 +464,13 @@ func (c *Config) Validate() error {
 			return fieldErrorf("audit.file", "%s is not an absolute path", quote(f))
 		}
 	}
-	return nil
+	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
+		s := c.Servers[name]
+		if err := validateServer(name, &s); err != nil {
+			return err
+		}
+	}
+	return c.Tools.validate()
 }
 
 func (r *Runtimes) validate() error {

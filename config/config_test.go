@@ -215,9 +215,24 @@ func TestLoadFull(t *testing.T) {
 		t.Errorf("Load(full.yaml).Network =\n%+v\nwant\n%+v", c.Network, wantNet)
 	}
 
+	wantServers := map[string]Server{
+		"github": {Command: "/usr/local/bin/github-mcp-server", Args: []string{"stdio", "--read-only"},
+			Env: map[string]string{"GITHUB_TOKEN": "ghp_example"}, Cwd: "/srv/mcp/github",
+			Tools: ToolFilter{Allow: []string{"get_*", "search_issues"}, Deny: []string{"get_secret"}},
+			Group: "private", Timeout: Duration(10 * time.Second)},
+		"docs": {URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer example"}},
+	}
+	if !reflect.DeepEqual(c.Servers, wantServers) {
+		t.Errorf("Load(full.yaml).Servers =\n%+v\nwant\n%+v", c.Servers, wantServers)
+	}
+	if want := (Tools{MaxCalls: 20, MaxArgSize: 64 * KiB, MaxResultSize: 2 * MiB}); c.Tools != want {
+		t.Errorf("Load(full.yaml).Tools = %+v; want %+v", c.Tools, want)
+	}
+
 	// Every field is set away from its default, so the example exercises
 	// every field's decoder.
-	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}} {
+	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}, {c.Tools, Default().Tools},
+		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Group: "x", Timeout: 1}}} {
 		got, def := reflect.ValueOf(sec[0]), reflect.ValueOf(sec[1])
 		for i := range got.NumField() {
 			if reflect.DeepEqual(got.Field(i).Interface(), def.Field(i).Interface()) {
@@ -257,7 +272,25 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		// Shape and keys.
 		{"sandbx:\n  memory: 1GiB\n", `c.yaml:1: unknown key "sandbx"`},
-		{"# comment\n\ntools: {}\n", `c.yaml:3: unknown key "tools"`},
+		{"# comment\n\ntoolz: {}\n", `c.yaml:3: unknown key "toolz"`},
+		// Servers and tools.
+		{"servers:\n  gh:\n    command: x\n    jail: true\n", `c.yaml:4: unknown key "jail" in servers["gh"]`},
+		{"servers:\n  my-gh:\n    command: x\n", `c.yaml:2: servers["my-gh"]: the name must be an identifier: letters, digits and _, not starting with a digit`},
+		{"servers:\n  gh:\n    args: [x]\n", `c.yaml:2: servers["gh"]: needs a command (a stdio server) or a url (a Streamable HTTP server)`},
+		{"servers:\n  gh:\n", `c.yaml:2: servers["gh"]: needs a command (a stdio server) or a url (a Streamable HTTP server)`},
+		{"servers:\n  gh: {command: x, url: \"http://a\"}\n", `c.yaml:2: servers["gh"]: has both a command and a url; a server is one or the other`},
+		{"servers:\n  gh:\n    url: ftp://a/\n", `c.yaml:3: servers["gh"].url: "ftp://a/" is not an http or https URL`},
+		{"servers:\n  gh:\n    url: http://a/\n    env: {A: b}\n", `c.yaml:4: servers["gh"].env: is for a command; a url server takes headers`},
+		{"servers:\n  gh:\n    command: x\n    headers: {A: b}\n", `c.yaml:4: servers["gh"].headers: is for a url; a command server takes env`},
+		{"servers:\n  gh:\n    url: http://a/\n    headers: {\"A B\": c}\n", `c.yaml:4: servers["gh"].headers["A B"]: not a valid header name`},
+		{"servers:\n  gh:\n    command: x\n    env: {1A: b}\n", `c.yaml:4: servers["gh"].env["1A"]: not a valid variable name (letters, digits and _, not starting with a digit)`},
+		{"servers:\n  gh:\n    command: x\n    cwd: rel\n", `c.yaml:4: servers["gh"].cwd: "rel" is not an absolute path`},
+		{"servers:\n  gh:\n    command: x\n    tools: {deny: [\"[a\"]}\n", `c.yaml:4: servers["gh"].tools.deny[0]: "[a" is not a tool name pattern (use e.g. get_*, *_issue or [a-c]*)`},
+		{"servers:\n  gh:\n    command: x\n    timeout: 25h\n", `c.yaml:4: servers["gh"].timeout: must be at most 24h (0 means 30s), not 25h0m0s`},
+		{"servers: [gh]\n", `c.yaml:1: servers: must be a mapping, not a list`},
+		{"tools:\n  max_calls: 0\n", `c.yaml:2: tools.max_calls: must be between 1 and 100000, not 0`},
+		{"tools:\n  max_arg_size: 1\n", `c.yaml:2: tools.max_arg_size: must be between 1KiB and 64MiB, not 1B`},
+		{"tools:\n  max_result_size: 1GiB\n", `c.yaml:2: tools.max_result_size: must be between 1KiB and 64MiB, not 1GiB`},
 		// Network.
 		{"network:\n  allow_all: yes\n", `c.yaml:2: network.allow_all: must be true or false, not "yes"`},
 		{"network:\n  allow_private: [10.0.0.1/8]\n", `c.yaml:2: network.allow_private[0]: "10.0.0.1/8" is not a CIDR without host bits (e.g. 10.0.0.0/8)`},
