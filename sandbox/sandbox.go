@@ -211,6 +211,9 @@ func CheckConfig(cfg *config.Config) error {
 	if err := checkPaths(&cfg.Sandbox); err != nil {
 		return err
 	}
+	if err := checkServers(cfg); err != nil {
+		return err
+	}
 	_, err := NetworkPolicy(&cfg.Network)
 	var re *netpolicy.RuleError
 	if errors.As(err, &re) {
