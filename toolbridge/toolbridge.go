@@ -91,8 +91,8 @@ func (l Limits) withDefaults() Limits {
 type Options struct {
 	Servers map[string]Server // by name, as the code names them
 	Limits  Limits            // of each Session
-	// Logger receives the servers' starts, deaths and stderr lines; nil
-	// discards them.
+	// Logger receives the servers' starts and failures; nil discards
+	// them.
 	Logger *slog.Logger
 }
 

@@ -322,7 +322,7 @@ func TestNewChecks(t *testing.T) {
 
 // npmServer returns the stdio settings of an npm MCP server installed by
 // npm install at the repository's root.
-func npmServer(t *testing.T, pkg string, env map[string]string) Server {
+func npmServer(t testing.TB, pkg string, env map[string]string) Server {
 	t.Helper()
 	node := testenv.NeedTool(t, "node")
 	main, err := filepath.Abs(filepath.Join("..", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
