@@ -23,7 +23,7 @@ func BenchmarkEcho(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer sess.Close()
+		defer func() { _ = sess.Close() }()
 		b.ResetTimer()
 		for b.Loop() {
 			if _, err := sess.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello"}}); err != nil {
