@@ -17,6 +17,10 @@ const (
 	Private      = "private_address" // the name resolved to an address the policy refuses
 	Limit        = "limit"           // a connection, byte or idle limit; a tool call, size or time limit
 
+	// A secret's placeholder sent where that secret may not go (Host: the
+	// destination; Reason names the secret, never its value).
+	Secret = "secret"
+
 	Tool = "tool" // a tool call that the tool policy refused (a denied tool, another group)
 )
 

@@ -1,0 +1,299 @@
+package secrets
+
+import "slices"
+
+// The forms a secret's text may take on the wire. Each form matches the
+// text to find at the start of a byte slice and writes the other side's
+// text in the same form, the same length, and as far as it can tell the
+// same letter case and alphabet.
+
+type form uint8
+
+const (
+	verbatim form = iota
+	percent       // any byte may be %XX (either case), a space may be '+'
+	hexed         // two hex digits per byte, either case
+	b64enc        // standard or URL-safe, at alignment matcher.align
+)
+
+// A matcher is one form of one secret.
+type matcher struct {
+	sec   int
+	form  form
+	align int
+}
+
+const (
+	stdAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	urlAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	upperHex    = "0123456789ABCDEF"
+	lowerHex    = "0123456789abcdef"
+)
+
+// b64 decodes a character of either base64 alphabet; -1 for any other.
+var b64 = func() (t [256]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for i := range 64 {
+		t[stdAlphabet[i]] = int8(i)
+		t[urlAlphabet[i]] = int8(i)
+	}
+	return t
+}()
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+func unhex2(a, b byte) (byte, bool) {
+	x, ok1 := unhex(a)
+	y, ok2 := unhex(b)
+	return x<<4 | y, ok1 && ok2
+}
+
+// b64Bits are, for data placed at byte alignment a (0, 1 or 2) of a base64
+// group, the characters that the data touches: which of their 6 bits come
+// from the data (mask) and what those bits are. The first and last
+// characters may mix the data with its neighbours; keeping the neighbours'
+// bits and swapping only the data's keeps the surrounding text valid and
+// decodes to exactly the other side.
+func b64Bits(d []byte, a int) (mask, bits []byte) {
+	start, end := 8*a, 8*a+8*len(d)
+	for j := start / 6; 6*j < end; j++ {
+		var m, v byte
+		for k := range 6 {
+			bit := 6*j + k
+			m, v = m<<1, v<<1
+			if bit >= start && bit < end {
+				off := bit - start
+				m |= 1
+				v |= d[off/8] >> (7 - off%8) & 1
+			}
+		}
+		mask, bits = append(mask, m), append(bits, v)
+	}
+	return mask, bits
+}
+
+// starts are the pairs of bytes with which a form of the side's text may
+// begin. Every value and placeholder has at least MinLen bytes, so every
+// form has at least two.
+func (s *Set) starts(m matcher, side int) [][2]byte {
+	e := &s.secrets[m.sec]
+	w0, w1 := e.text[side][0], e.text[side][1]
+	var out [][2]byte
+	both := func(as, bs []byte) {
+		for _, a := range as {
+			for _, b := range bs {
+				out = append(out, [2]byte{a, b})
+			}
+		}
+	}
+	hexes := func(b byte) []byte { return []byte{upperHex[b>>4], lowerHex[b>>4]} }
+	switch m.form {
+	case verbatim:
+		both([]byte{w0}, []byte{w1})
+	case percent:
+		// Each of the first two bytes as itself, as %XX, or as '+'.
+		firsts, seconds := []byte{w0}, []byte{w1, '%'}
+		if w0 == ' ' {
+			firsts = append(firsts, '+')
+		}
+		if w1 == ' ' {
+			seconds = append(seconds, '+')
+		}
+		both(firsts, seconds)
+		both([]byte{'%'}, hexes(w0))
+	case hexed:
+		both(hexes(w0), []byte{upperHex[w0&15], lowerHex[w0&15]})
+	case b64enc:
+		mask, bits := e.mask[m.align], e.bits[m.align][side]
+		chars := func(i int) []byte {
+			var cs []byte
+			for c := range 256 {
+				if d := b64[c]; d >= 0 && byte(d)&mask[i] == bits[i] {
+					cs = append(cs, byte(c))
+				}
+			}
+			return cs
+		}
+		both(chars(0), chars(1))
+	}
+	return out
+}
+
+// match is the length of m's form of the side's text at the start of t, or 0.
+func (s *Set) match(m matcher, side int, t []byte) int {
+	e := &s.secrets[m.sec]
+	want := e.text[side]
+	switch m.form {
+	case verbatim:
+		if len(t) >= len(want) && string(t[:len(want)]) == string(want) {
+			return len(want)
+		}
+	case percent:
+		return matchPercent(t, want, nil)
+	case hexed:
+		if len(t) < 2*len(want) {
+			return 0
+		}
+		for i, w := range want {
+			if d, ok := unhex2(t[2*i], t[2*i+1]); !ok || d != w {
+				return 0
+			}
+		}
+		return 2 * len(want)
+	case b64enc:
+		mask, bits := e.mask[m.align], e.bits[m.align][side]
+		if len(t) < len(mask) {
+			return 0
+		}
+		for i, mk := range mask {
+			if d := b64[t[i]]; d < 0 || byte(d)&mk != bits[i] {
+				return 0
+			}
+		}
+		return len(mask)
+	}
+	return 0
+}
+
+// matchPercent matches want percent-encoded at the start of t, any byte of
+// it either as itself or as %XX (and a space as '+'); preferring %XX where
+// both could be, so a value holding '%' is found verbatim only by the
+// verbatim form. With enc set, it also records which bytes of want were
+// %XX.
+func matchPercent(t, want, enc []byte) int {
+	j := 0
+	for i, w := range want {
+		if j+3 <= len(t) && t[j] == '%' {
+			if d, ok := unhex2(t[j+1], t[j+2]); ok && d == w {
+				if enc != nil {
+					enc[i] = 1
+				}
+				j += 3
+				continue
+			}
+		}
+		if j < len(t) && t[j] == w {
+			j++
+			continue
+		}
+		if j < len(t) && w == ' ' && t[j] == '+' {
+			j++
+			continue
+		}
+		return 0
+	}
+	return j
+}
+
+// write appends to dst the other side's text in the form m found as span.
+// alpha is the base64 alphabet to write.
+func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string) []byte {
+	e := &s.secrets[m.sec]
+	other := e.text[1-side]
+	switch m.form {
+	case verbatim:
+		return append(dst, other...)
+	case percent:
+		enc := make([]byte, len(other))
+		matchPercent(span, e.text[side], enc)
+		j := 0
+		for i, o := range other {
+			if enc[i] == 0 {
+				// Itself, or a '+' for a space: only a value holds a
+				// space, and its placeholder is alphanumeric.
+				dst = append(dst, o)
+				j++
+				continue
+			}
+			digits := upperHex
+			if lowerLetters(span[j+1 : j+3]) {
+				digits = lowerHex
+			}
+			dst = append(dst, '%', digits[o>>4], digits[o&15])
+			j += 3
+		}
+		return dst
+	case hexed:
+		digits := lowerHex
+		if upperLetters(span) {
+			digits = upperHex
+		}
+		for _, o := range other {
+			dst = append(dst, digits[o>>4], digits[o&15])
+		}
+		return dst
+	}
+	mask, bits := e.mask[m.align], e.bits[m.align][1-side]
+	for i, c := range span {
+		dst = append(dst, alpha[byte(b64[c])&^mask[i]|bits[i]])
+	}
+	return dst
+}
+
+func lowerLetters(t []byte) bool {
+	for _, c := range t {
+		if 'a' <= c && c <= 'f' {
+			return true
+		}
+	}
+	return false
+}
+
+func upperLetters(t []byte) bool {
+	for _, c := range t {
+		if 'A' <= c && c <= 'F' {
+			return true
+		}
+	}
+	return false
+}
+
+// index computes the base64 bits of both sides and the candidate matchers
+// by first byte, once the placeholders are drawn.
+func (s *Set) index() {
+	for i := range s.secrets {
+		e := &s.secrets[i]
+		for a := range 3 {
+			var vb, pb []byte
+			e.mask[a], vb = b64Bits(e.text[value], a)
+			_, pb = b64Bits(e.text[placeholder], a)
+			e.bits[a] = [2][]byte{value: vb, placeholder: pb}
+		}
+	}
+	for side := range 2 {
+		t := new([256][]matcher)
+		p := new(pairs)
+		for i := range s.secrets {
+			ms := []matcher{{i, verbatim, 0}, {i, percent, 0}, {i, hexed, 0}, {i, b64enc, 0}, {i, b64enc, 1}, {i, b64enc, 2}}
+			for _, m := range ms {
+				for _, ab := range s.starts(m, side) {
+					if !slices.Contains(t[ab[0]], m) {
+						t[ab[0]] = append(t[ab[0]], m)
+					}
+					p[int(ab[0])<<2|int(ab[1])>>6] |= 1 << (ab[1] & 63)
+				}
+			}
+		}
+		s.cands[side], s.pairs[side] = t, p
+	}
+}
+
+// pairs is a set of two-byte sequences: the bit of (a, b) is bit b%64 of
+// word a×4 + b/64.
+type pairs [256 * 4]uint64
+
+func (p *pairs) has(a, b byte) bool {
+	return p[int(a)<<2|int(b)>>6]&(1<<(b&63)) != 0
+}

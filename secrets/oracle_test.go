@@ -1,0 +1,175 @@
+package secrets
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+)
+
+// The oracle finds a text's forms the slow, obvious way, with the standard
+// library's decoders, so that the tests do not trust the code they test.
+
+type span struct{ from, to int }
+
+// spans are every place where t holds v in a form the package promises to
+// find: verbatim, hex, percent-encoded, base64 at any alignment.
+func spans(t, v []byte) []span {
+	var out []span
+	n := len(v)
+	for j := range t {
+		add := func(k int) { out = append(out, span{j, j + k}) }
+		if bytes.HasPrefix(t[j:], v) {
+			add(n)
+		}
+		if j+2*n <= len(t) {
+			if d, err := hex.DecodeString(string(t[j : j+2*n])); err == nil && bytes.Equal(d, v) {
+				add(2 * n)
+			}
+		}
+		if c := t[j]; c == v[0] || c == '+' && v[0] == ' ' || c == '%' && j+3 <= len(t) && unescapes(t[j:j+3], v[0]) {
+			for k := n; k <= 3*n && j+k <= len(t); k++ {
+				s := string(t[j : j+k])
+				if d, err := url.PathUnescape(s); err == nil && d == string(v) {
+					add(k)
+				} else if d, err := url.QueryUnescape(s); err == nil && d == string(v) {
+					add(k)
+				}
+			}
+		}
+		for a := range 3 {
+			// The characters that hold v at alignment a, decoded in
+			// place: pad the front of the group and the end.
+			first, last := 8*a/6, (8*a+8*n+5)/6
+			k := last - first
+			if j+k > len(t) {
+				continue
+			}
+			s := strings.Repeat("A", first) + string(t[j:j+k])
+			s = strings.NewReplacer("-", "+", "_", "/").Replace(s)
+			s += strings.Repeat("A", (4-len(s)%4)%4)
+			d, err := base64.StdEncoding.DecodeString(s)
+			if err == nil && len(d) >= a+n && bytes.Equal(d[a:a+n], v) {
+				add(k)
+			}
+		}
+	}
+	return out
+}
+
+func unescapes(t []byte, b byte) bool {
+	d, err := url.PathUnescape(string(t))
+	return err == nil && d == string([]byte{b})
+}
+
+// leak says in which form t holds v, or "".
+func leak(t, v []byte) string {
+	if s := spans(t, v); len(s) > 0 {
+		return string(t[s[0].from:s[0].to])
+	}
+	return ""
+}
+
+// quickLeak is leak for large texts: the canonical forms only.
+func quickLeak(t, v []byte) string {
+	forms := []string{
+		string(v), hex.EncodeToString(v), strings.ToUpper(hex.EncodeToString(v)),
+		url.QueryEscape(string(v)), url.PathEscape(string(v)),
+	}
+	for a := range 3 {
+		pre := bytes.Repeat([]byte{0}, a)
+		first, last := (8*a+5)/6, (8*a+8*len(v))/6 // the characters v alone fills
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			forms = append(forms, enc.EncodeToString(append(pre, v...))[first:last])
+		}
+	}
+	for _, f := range forms {
+		if bytes.Contains(t, []byte(f)) {
+			return f
+		}
+	}
+	return ""
+}
+
+// chunks is a reader that returns its text in the pieces given by cut.
+type chunks struct {
+	t   []byte
+	cut func(rest int) int
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(c.t) == 0 {
+		return 0, io.EOF
+	}
+	n := min(c.cut(len(c.t)), len(p), len(c.t))
+	n = max(n, 1)
+	copy(p, c.t[:n])
+	c.t = c.t[n:]
+	return n, nil
+}
+
+func randomCuts(r *rand.Rand, max int) func(int) int {
+	return func(int) int { return 1 + r.IntN(max) }
+}
+
+// seeded draws placeholders from a fixed seed: reproducible sets.
+func seeded(seed uint64) func(n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	return func(n int) []byte {
+		t := make([]byte, n)
+		for i := range t {
+			t[i] = alnum[r.IntN(len(alnum))]
+		}
+		return t
+	}
+}
+
+// forms are encoders of a text embedded between a prefix and a suffix, in
+// every form a server may echo it. Each returns the whole encoded text.
+var forms = map[string]func(pre, t, suf []byte) string{
+	"verbatim":   func(p, t, s []byte) string { return string(p) + string(t) + string(s) },
+	"hex":        func(p, t, s []byte) string { return hex.EncodeToString(cat(p, t, s)) },
+	"HEX":        func(p, t, s []byte) string { return strings.ToUpper(hex.EncodeToString(cat(p, t, s))) },
+	"query":      func(p, t, s []byte) string { return url.QueryEscape(string(cat(p, t, s))) },
+	"path":       func(p, t, s []byte) string { return url.PathEscape(string(cat(p, t, s))) },
+	"percentall": func(p, t, s []byte) string { return percentAll(cat(p, t, s), "%%%02X") },
+	"percentlow": func(p, t, s []byte) string { return percentAll(cat(p, t, s), "%%%02x") },
+	"std":        func(p, t, s []byte) string { return base64.StdEncoding.EncodeToString(cat(p, t, s)) },
+	"rawstd":     func(p, t, s []byte) string { return base64.RawStdEncoding.EncodeToString(cat(p, t, s)) },
+	"url":        func(p, t, s []byte) string { return base64.URLEncoding.EncodeToString(cat(p, t, s)) },
+	"rawurl":     func(p, t, s []byte) string { return base64.RawURLEncoding.EncodeToString(cat(p, t, s)) },
+}
+
+// decoders undo forms (base64 leniently: either alphabet, padded or not).
+var decoders = map[string]func(string) ([]byte, error){
+	"verbatim":   func(s string) ([]byte, error) { return []byte(s), nil },
+	"hex":        func(s string) ([]byte, error) { return hex.DecodeString(s) },
+	"HEX":        func(s string) ([]byte, error) { return hex.DecodeString(s) },
+	"query":      func(s string) ([]byte, error) { d, err := url.QueryUnescape(s); return []byte(d), err },
+	"path":       func(s string) ([]byte, error) { d, err := url.PathUnescape(s); return []byte(d), err },
+	"percentall": func(s string) ([]byte, error) { d, err := url.PathUnescape(s); return []byte(d), err },
+	"percentlow": func(s string) ([]byte, error) { d, err := url.PathUnescape(s); return []byte(d), err },
+	"std":        anyBase64,
+	"rawstd":     anyBase64,
+	"url":        anyBase64,
+	"rawurl":     anyBase64,
+}
+
+func anyBase64(s string) ([]byte, error) {
+	s = strings.NewReplacer("-", "+", "_", "/").Replace(strings.TrimRight(s, "="))
+	return base64.RawStdEncoding.DecodeString(s)
+}
+
+func percentAll(t []byte, f string) string {
+	var b strings.Builder
+	for _, c := range t {
+		fmt.Fprintf(&b, f, c)
+	}
+	return b.String()
+}
+
+func cat(p ...[]byte) []byte { return bytes.Join(p, nil) }
