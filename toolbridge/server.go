@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"sort"
@@ -183,7 +184,7 @@ func (s *server) start(done chan struct{}) {
 	} else {
 		t = &mcp.StreamableClientTransport{
 			Endpoint:             s.cfg.URL,
-			HTTPClient:           &http.Client{Transport: headers{s.cfg.Headers, http.DefaultTransport}},
+			HTTPClient:           &http.Client{Transport: headers{s.cfg.Headers, origin(s.cfg.URL), http.DefaultTransport}},
 			MaxRetries:           -1, // we restart the session ourselves
 			DisableStandaloneSSE: true,
 		}
@@ -392,18 +393,32 @@ func (s *server) redactJSON(b []byte) ([]byte, error) {
 	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
 
-// headers adds a server's configured headers to every request.
+// headers adds a server's configured headers to its requests: only to
+// those for the configured URL's origin, so that a redirect elsewhere does
+// not carry its credentials along.
 type headers struct {
-	h    map[string]string
-	next http.RoundTripper
+	h      map[string]string
+	origin string
+	next   http.RoundTripper
 }
 
 func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.h {
-		r.Header.Set(k, v)
+	if len(h.h) > 0 && origin(r.URL.String()) == h.origin {
+		r = r.Clone(r.Context())
+		for k, v := range h.h {
+			r.Header.Set(k, v)
+		}
 	}
 	return h.next.RoundTrip(r)
+}
+
+// origin is the scheme and host of a URL, "" when it does not parse.
+func origin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(p.Scheme + "://" + p.Host)
 }
 
 // tail keeps the end of a server's stderr, for the error of a failed start.

@@ -312,6 +312,35 @@ func TestStreamableHTTP(t *testing.T) {
 	}
 }
 
+// A server that redirects elsewhere does not get its headers sent there.
+func TestHeadersStayHome(t *testing.T) {
+	var leaked []string
+	var mu sync.Mutex
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		leaked = append(leaked, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	defer elsewhere.Close()
+	home := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/mcp", http.StatusTemporaryRedirect))
+	defer home.Close()
+	b := newBridge(t, Options{Servers: map[string]Server{"web": {URL: home.URL, Headers: map[string]string{"Authorization": "Bearer " + canary}}}})
+	if _, err := call(t, b.NewSession(), "web", "echo", `{}`); err == nil {
+		t.Error("a call through a redirect to nothing succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) == 0 {
+		t.Fatal("the redirect was not followed: the test proves nothing")
+	}
+	for _, h := range leaked {
+		if h != "" {
+			t.Errorf("the redirect target got Authorization: %q", h)
+		}
+	}
+}
+
 func TestNewChecks(t *testing.T) {
 	for _, s := range []Server{{}, {Command: "x", URL: "http://x"}, {Command: "x", Policy: Policy{Deny: []string{"[a"}}}} {
 		if _, err := New(Options{Servers: map[string]Server{"s": s}}); err == nil {
