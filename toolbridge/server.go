@@ -31,13 +31,19 @@ const (
 	stopGrace = 2 * time.Second
 )
 
+// firstBackoff is the wait after the second failure in a row; a variable
+// so that a test can make it long enough to observe without a race
+// against the clock. Each server reads it once, when it is made.
+var firstBackoff = 500 * time.Millisecond
+
 // backoff is how long to wait before the next start after n failures in a
-// row: none after the first (a crash restarts at once), then doubling.
-func backoff(n int) time.Duration {
+// row: none after the first (a crash restarts at once), then doubling from
+// first, up to maxBackoff.
+func backoff(n int, first time.Duration) time.Duration {
 	if n <= 1 {
 		return 0
 	}
-	return min(500*time.Millisecond<<min(n-2, 10), maxBackoff)
+	return min(first<<min(n-2, 10), maxBackoff)
 }
 
 // server is one downstream server and its current session, if any.
@@ -57,12 +63,13 @@ type server struct {
 	starting chan struct{} // closed when the current start ends; nil when none
 	failures int           // in a row
 	retryAt  time.Time
-	lastErr  error // of the last failure, redacted
+	backoff  time.Duration // the first; see firstBackoff
+	lastErr  error         // of the last failure, redacted
 	closed   bool
 }
 
 func newServer(name string, cfg Server, home string, log *slog.Logger) *server {
-	s := &server{name: name, cfg: cfg, log: log}
+	s := &server{name: name, cfg: cfg, log: log, backoff: firstBackoff}
 	s.life, s.end = context.WithCancel(context.Background())
 	s.redact = redactor(cfg, home)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"},
@@ -225,7 +232,7 @@ func (s *server) start(done chan struct{}) {
 func (s *server) fail(err error) {
 	s.failures++
 	s.lastErr = err
-	s.retryAt = time.Now().Add(backoff(s.failures))
+	s.retryAt = time.Now().Add(backoff(s.failures, s.backoff))
 	s.log.Warn("tool server failed", "failures", s.failures, "err", err)
 }
 

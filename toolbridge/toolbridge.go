@@ -250,7 +250,8 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 
 // Resource reads the resource at uri on the named server and returns its
 // contents as JSON: a list of {uri, mimeType, text} or {uri, mimeType,
-// blob} (base64). It counts as a call.
+// blob} (base64). It counts as a call, and binds the server's group like
+// one; the server's tool globs do not apply (a resource is not a tool).
 func (s *Session) Resource(ctx context.Context, server, uri string) ([]byte, error) {
 	srv, err := s.admit(server, "", len(uri))
 	if err != nil {

@@ -206,6 +206,9 @@ func TestCrashRestarts(t *testing.T) {
 }
 
 func TestKeepsFailing(t *testing.T) {
+	// Long enough that the third call comes within it on any machine.
+	defer func(d time.Duration) { firstBackoff = d }(firstBackoff)
+	firstBackoff = maxBackoff
 	b := newBridge(t, Options{Servers: map[string]Server{"flaky": goServer(t, "DIE_AT_START", "1")}})
 	s := b.NewSession()
 	for i := range 3 {
@@ -214,7 +217,7 @@ func TestKeepsFailing(t *testing.T) {
 			!strings.Contains(err.Error(), "fatal: no token configured") {
 			t.Fatalf("call %d: %v; want the server named, and its last words", i, err)
 		}
-		if i == 2 && !strings.Contains(err.Error(), "failed 2 times in a row") {
+		if i == 2 && !strings.Contains(err.Error(), "failed 2 times in a row; next attempt in") {
 			t.Errorf("call %d, during the back-off: %v", i, err)
 		}
 	}
@@ -231,6 +234,17 @@ func TestHangAtStart(t *testing.T) {
 	b := newBridge(t, Options{Servers: map[string]Server{"stuck": srv}})
 	_, err := call(t, b.NewSession(), "stuck", "pid", `{}`)
 	wantRefusal(t, err, KindLimit, "tool server stuck did not start within the call's time (2s)")
+}
+
+func TestBackoff(t *testing.T) {
+	for n, want := range []time.Duration{0, 0, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second} {
+		if got := backoff(n, time.Second); got != want {
+			t.Errorf("backoff(%d) = %v; want %v", n, got, want)
+		}
+	}
+	if got := backoff(1000, time.Second); got != maxBackoff {
+		t.Errorf("backoff(1000) = %v", got)
+	}
 }
 
 func TestSlowStartShared(t *testing.T) {
