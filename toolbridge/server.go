@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -359,8 +360,9 @@ func (s *server) failed(sess *mcp.ClientSession, tool string, err error) error {
 	}
 	// Anything else is the connection's: a server that exited, a broken
 	// pipe, an HTTP failure. Start afresh for the next call.
-	s.drop(sess, errors.New("it stopped during a call"))
-	return fmt.Errorf("tool server %s stopped during the call of %s; it is restarted for the next call", s.name, what)
+	cause := s.redact.Replace(err.Error())
+	s.drop(sess, errors.New("it stopped during a call: "+cause))
+	return fmt.Errorf("tool server %s failed during the call of %s (%s); it is restarted for the next call", s.name, what, cause)
 }
 
 // redactJSON redacts the server's credentials and paths from the strings
@@ -400,9 +402,13 @@ func (s *server) redactJSON(b []byte) ([]byte, error) {
 	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
 
+// maxHTTPBody bounds a JSON response of an HTTP server, which the SDK
+// reads whole (it bounds each event of a stream itself, at 16 MiB).
+const maxHTTPBody = 32 << 20
+
 // headers adds a server's configured headers to its requests: only to
 // those for the configured URL's origin, so that a redirect elsewhere does
-// not carry its credentials along.
+// not carry its credentials along. It also bounds the responses.
 type headers struct {
 	h      map[string]string
 	origin string
@@ -416,7 +422,29 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return h.next.RoundTrip(r)
+	resp, err := h.next.RoundTrip(r)
+	if err == nil && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &capped{ReadCloser: resp.Body, left: maxHTTPBody}
+	}
+	return resp, err
+}
+
+// capped fails a read past its limit instead of buffering without end.
+type capped struct {
+	io.ReadCloser
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("the response is larger than %d bytes", maxHTTPBody)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // origin is the scheme and host of a URL, "" when it does not parse.

@@ -195,7 +195,7 @@ func TestCrashRestarts(t *testing.T) {
 	s := b.NewSession()
 	pid := mustCall(t, s, "go", "pid", `{}`)
 	_, err := call(t, s, "go", "crash", `{}`)
-	if err == nil || !strings.Contains(err.Error(), "tool server go stopped during the call") {
+	if err == nil || !strings.Contains(err.Error(), "tool server go failed during the call of go.crash") {
 		t.Fatalf("crash: %v", err)
 	}
 	pid2 := mustCall(t, s, "go", "pid", `{}`)
@@ -324,6 +324,22 @@ func TestStreamableHTTP(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// An HTTP server's JSON answer is bounded before it is read whole; the
+// next call works again.
+func TestHTTPBodyCap(t *testing.T) {
+	ms := testServer("", false)
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
+		&mcp.StreamableHTTPOptions{JSONResponse: true}))
+	defer hs.Close()
+	b := newBridge(t, Options{Servers: map[string]Server{"web": {URL: hs.URL}}})
+	s := b.NewSession()
+	mustCall(t, s, "web", "pid", `{}`)
+	if _, err := call(t, s, "web", "big", `{"n": 40000000}`); err == nil || !strings.Contains(err.Error(), "larger than 33554432 bytes") {
+		t.Fatalf("a 40 MB answer: %v; want it cut short", err)
+	}
+	mustCall(t, s, "web", "echo", `{"text":"again"}`)
 }
 
 // A server that redirects elsewhere does not get its headers sent there.
