@@ -14,6 +14,7 @@ const (
 	percent       // any byte may be %XX (either case), a space may be '+'
 	hexed         // two hex digits per byte, either case
 	b64enc        // standard or URL-safe, at alignment matcher.align
+	jsonic        // inside a JSON string: any byte may be \u00XX, some \/, \n...
 )
 
 // A matcher is one form of one secret.
@@ -115,6 +116,13 @@ func (s *Set) starts(m matcher, side int) [][2]byte {
 		both([]byte{'%'}, hexes(w0))
 	case hexed:
 		both(hexes(w0), []byte{upperHex[w0&15], lowerHex[w0&15]})
+	case jsonic:
+		both([]byte{w0}, []byte{w1, '\\'})
+		second := []byte{'u'}
+		if e := jsonEscapes[w0]; e != 0 {
+			second = append(second, e)
+		}
+		both([]byte{'\\'}, second)
 	case b64enc:
 		mask, bits := e.mask[m.align], e.bits[m.align][side]
 		chars := func(i int) []byte {
@@ -142,6 +150,8 @@ func (s *Set) match(m matcher, side int, t []byte) int {
 		}
 	case percent:
 		return matchPercent(t, want, nil)
+	case jsonic:
+		return matchJSON(t, want, nil)
 	case hexed:
 		if len(t) < 2*len(want) {
 			return 0
@@ -197,6 +207,39 @@ func matchPercent(t, want, enc []byte) int {
 	return j
 }
 
+// jsonEscapes are JSON's two-byte escapes, by the byte they stand for.
+var jsonEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
+// matchJSON matches want inside a JSON string at the start of t: any byte
+// of it as itself, as \u00XX (either case), or as its two-byte escape;
+// preferring escapes, as matchPercent does. With width set, it also
+// records how many bytes of t each byte of want took (1, 2 or 6).
+func matchJSON(t, want, width []byte) int {
+	j := 0
+	for i, w := range want {
+		k := 0
+		switch {
+		case j+2 <= len(t) && t[j] == '\\' && jsonEscapes[w] != 0 && t[j+1] == jsonEscapes[w]:
+			k = 2
+		case j+6 <= len(t) && t[j] == '\\' && t[j+1] == 'u' && t[j+2] == '0' && t[j+3] == '0':
+			if d, ok := unhex2(t[j+4], t[j+5]); ok && d == w && w < 0x80 { // above, a code point, not a byte
+				k = 6
+			}
+		}
+		if k == 0 && j < len(t) && t[j] == w {
+			k = 1
+		}
+		if k == 0 {
+			return 0
+		}
+		if width != nil {
+			width[i] = byte(k)
+		}
+		j += k
+	}
+	return j
+}
+
 // write appends to dst the other side's text in the form m found as span.
 // alpha is the base64 alphabet to write.
 func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string) []byte {
@@ -223,6 +266,30 @@ func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string) 
 			}
 			dst = append(dst, '%', digits[o>>4], digits[o&15])
 			j += 3
+		}
+		return dst
+	case jsonic:
+		width := make([]byte, len(other))
+		matchJSON(span, e.text[side], width)
+		j := 0
+		for i, o := range other {
+			switch width[i] {
+			case 1:
+				dst = append(dst, o)
+			case 2:
+				// A short escape (\/ for '/'...). None stands for a
+				// letter or digit, and a placeholder has nothing else:
+				// its character twice keeps the length and the string
+				// valid, though it no longer reads as the placeholder.
+				dst = append(dst, o, o)
+			case 6:
+				digits := lowerHex
+				if upperLetters(span[j+2:j+6]) && !lowerLetters(span[j+2:j+6]) {
+					digits = upperHex
+				}
+				dst = append(dst, '\\', 'u', '0', '0', digits[o>>4], digits[o&15])
+			}
+			j += int(width[i])
 		}
 		return dst
 	case hexed:
@@ -276,7 +343,7 @@ func (s *Set) index() {
 		t := new([256][]matcher)
 		p := new(pairs)
 		for i := range s.secrets {
-			ms := []matcher{{i, verbatim, 0}, {i, percent, 0}, {i, hexed, 0}, {i, b64enc, 0}, {i, b64enc, 1}, {i, b64enc, 2}}
+			ms := []matcher{{i, verbatim, 0}, {i, percent, 0}, {i, jsonic, 0}, {i, hexed, 0}, {i, b64enc, 0}, {i, b64enc, 1}, {i, b64enc, 2}}
 			for _, m := range ms {
 				for _, ab := range s.starts(m, side) {
 					if !slices.Contains(t[ab[0]], m) {

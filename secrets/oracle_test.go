@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -33,10 +34,17 @@ func spans(t, v []byte) []span {
 		}
 		if c := t[j]; c == v[0] || c == '+' && v[0] == ' ' || c == '%' && j+3 <= len(t) && unescapes(t[j:j+3], v[0]) {
 			for k := n; k <= 3*n && j+k <= len(t); k++ {
-				s := string(t[j : j+k])
-				if d, err := url.PathUnescape(s); err == nil && d == string(v) {
+				if d := percentDecode(t[j:j+k], false); d == string(v) {
 					add(k)
-				} else if d, err := url.QueryUnescape(s); err == nil && d == string(v) {
+				} else if d := percentDecode(t[j:j+k], true); d == string(v) {
+					add(k)
+				}
+			}
+		}
+		if c := t[j]; c == v[0] || c == '\\' {
+			for k := n; k <= 6*n && j+k <= len(t); k++ {
+				var d string
+				if json.Unmarshal([]byte(`"`+string(t[j:j+k])+`"`), &d) == nil && d == string(v) {
 					add(k)
 				}
 			}
@@ -62,8 +70,32 @@ func spans(t, v []byte) []span {
 }
 
 func unescapes(t []byte, b byte) bool {
-	d, err := url.PathUnescape(string(t))
-	return err == nil && d == string([]byte{b})
+	return percentDecode(t, false) == string([]byte{b})
+}
+
+// percentDecode is the WHATWG URL standard's percent-decode (a '%' not
+// followed by two hex digits is itself, as browsers and many servers
+// read it), with form set also application/x-www-form-urlencoded's '+'.
+func percentDecode(t []byte, form bool) string {
+	var b []byte
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if c == '%' && i+2 < len(t) && ishex(t[i+1]) && ishex(t[i+2]) {
+			d, _ := hex.DecodeString(string(t[i+1 : i+3]))
+			b = append(b, d[0])
+			i += 2
+			continue
+		}
+		if form && c == '+' {
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // leak says in which form t holds v, or "".
@@ -138,6 +170,9 @@ var forms = map[string]func(pre, t, suf []byte) string{
 	"path":       func(p, t, s []byte) string { return url.PathEscape(string(cat(p, t, s))) },
 	"percentall": func(p, t, s []byte) string { return percentAll(cat(p, t, s), "%%%02X") },
 	"percentlow": func(p, t, s []byte) string { return percentAll(cat(p, t, s), "%%%02x") },
+	"json":       func(p, t, s []byte) string { return jsonString(cat(p, t, s)) },
+	"jsonslash":  func(p, t, s []byte) string { return strings.ReplaceAll(jsonString(cat(p, t, s)), "/", `\/`) },
+	"jsonall":    func(p, t, s []byte) string { return jsonAll(cat(p, t, s)) },
 	"std":        func(p, t, s []byte) string { return base64.StdEncoding.EncodeToString(cat(p, t, s)) },
 	"rawstd":     func(p, t, s []byte) string { return base64.RawStdEncoding.EncodeToString(cat(p, t, s)) },
 	"url":        func(p, t, s []byte) string { return base64.URLEncoding.EncodeToString(cat(p, t, s)) },
@@ -153,10 +188,55 @@ var decoders = map[string]func(string) ([]byte, error){
 	"path":       func(s string) ([]byte, error) { d, err := url.PathUnescape(s); return []byte(d), err },
 	"percentall": func(s string) ([]byte, error) { d, err := url.PathUnescape(s); return []byte(d), err },
 	"percentlow": func(s string) ([]byte, error) { d, err := url.PathUnescape(s); return []byte(d), err },
+	"json":       unJSON,
+	"jsonslash":  unJSON,
+	"jsonall":    unJSON,
 	"std":        anyBase64,
 	"rawstd":     anyBase64,
 	"url":        anyBase64,
 	"rawurl":     anyBase64,
+}
+
+// jsonString is t inside a JSON string, as Go writes it (<, >, & as \u00XX).
+func jsonString(t []byte) string {
+	b, _ := json.Marshal(string(t))
+	return string(b[1 : len(b)-1])
+}
+
+// jsonAll is t inside a JSON string, every byte as \u00XX.
+func jsonAll(t []byte) string {
+	var b strings.Builder
+	for _, c := range t {
+		fmt.Fprintf(&b, `\u%04x`, c)
+	}
+	return b.String()
+}
+
+func unJSON(s string) ([]byte, error) {
+	var d string
+	err := json.Unmarshal([]byte(`"`+s+`"`), &d)
+	return []byte(d), err
+}
+
+// jsonable is whether a text can be in a JSON string as it is: ASCII, so
+// that \u00XX is the byte, not a code point.
+func jsonable(form string, t []byte) bool {
+	if !strings.HasPrefix(form, "json") {
+		return true
+	}
+	for _, c := range t {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// exact is whether form keeps a value's placeholder readable. JSON's \/
+// has no two-byte counterpart for a letter: that character is written
+// twice, which keeps the length but not the placeholder.
+func exact(form string, v []byte) bool {
+	return form != "jsonslash" || !bytes.ContainsRune(v, '/')
 }
 
 func anyBase64(s string) ([]byte, error) {

@@ -24,7 +24,7 @@ import (
 // Bounds of a secret's value. A value shorter than MinLen is refused: its
 // placeholder would be guessable, and its encodings would turn up by chance
 // in ordinary text. MaxLen bounds what a stream holds back while it waits
-// to see whether a match completes (three bytes per value byte).
+// to see whether a match completes (up to six bytes per value byte).
 const (
 	MinLen = 8
 	MaxLen = 4096
@@ -78,7 +78,7 @@ func build(values map[string][]byte, draw func(n int) []byte) (*Set, error) {
 			return nil, fmt.Errorf("secrets: secret %q is longer than %d bytes", name, MaxLen)
 		}
 		s.secrets = append(s.secrets, secret{name: name, text: [2][]byte{value: slices.Clone(v)}})
-		s.window = max(s.window, 3*len(v))
+		s.window = max(s.window, 6*len(v)) // \u00XX in JSON, per byte
 	}
 	slices.SortFunc(s.secrets, func(a, b secret) int {
 		switch {

@@ -119,13 +119,16 @@ func TestReverseForms(t *testing.T) {
 		for form, enc := range forms {
 			for _, pre := range edges {
 				for _, suf := range edges {
+					if !jsonable(form, cat(pre, v, suf)) {
+						continue
+					}
 					in := enc(pre, v, suf)
 					out, use := s.Reverse([]byte(in))
 					d, err := decoders[form](string(out))
 					switch {
 					case len(out) != len(in):
 						t.Errorf("%s %s: %d bytes became %d", name, form, len(in), len(out))
-					case err != nil || !bytes.Equal(d, cat(pre, p, suf)):
+					case err != nil || exact(form, v) && !bytes.Equal(d, cat(pre, p, suf)):
 						t.Errorf("%s %s %q: %q decodes to %q (%v), want %q", name, form, in, out, d, err, cat(pre, p, suf))
 					case !slices.Equal(use.Replaced, []string{name}):
 						t.Errorf("%s %s: replaced %q", name, form, use.Replaced)
@@ -176,9 +179,12 @@ func TestForwardForms(t *testing.T) {
 		p := ph(s, name)
 		for form, enc := range forms {
 			for _, pre := range edges {
+				if !jsonable(form, cat(pre, v)) {
+					continue
+				}
 				in := enc(pre, p, []byte("\n"))
 				out, use := s.Forward([]byte(in), []string{name, "UNKNOWN"})
-				if form == "query" || form == "path" {
+				if form == "query" || form == "path" || form == "json" || form == "jsonslash" {
 					// The placeholder is alphanumeric, so these left it
 					// as it is; the value is written as it is too.
 					if want := strings.Replace(in, string(p), string(v), 1); string(out) != want {
@@ -411,6 +417,9 @@ func TestProperties(t *testing.T) {
 			name := names[r.IntN(len(names))]
 			form := formNames[r.IntN(len(formNames))]
 			pre, suf := edges[r.IntN(len(edges))], edges[r.IntN(len(edges))]
+			if !jsonable(form, cat(pre, values[name], suf)) || !exact(form, values[name]) {
+				form = "verbatim"
+			}
 			enc := forms[form](pre, values[name], suf)
 			segs = append(segs, seg{from: len(in), to: len(in) + len(enc), form: form, pre: pre, suf: suf, name: name})
 			in = append(in, enc...)
