@@ -241,13 +241,17 @@ func matchJSON(t, want, width []byte) int {
 }
 
 // write appends to dst the other side's text in the form m found as span.
-// alpha is the base64 alphabet to write.
-func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string) []byte {
+// alpha is the base64 alphabet to write. With esc, a byte written as itself
+// is percent-encoded unless it is unreserved in a URL.
+func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string, esc bool) []byte {
 	e := &s.secrets[m.sec]
 	other := e.text[1-side]
 	switch m.form {
 	case verbatim:
-		return append(dst, other...)
+		for _, o := range other {
+			dst = lit(dst, o, esc)
+		}
+		return dst
 	case percent:
 		enc := make([]byte, len(other))
 		matchPercent(span, e.text[side], enc)
@@ -256,7 +260,7 @@ func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string) 
 			if enc[i] == 0 {
 				// Itself, or a '+' for a space: only a value holds a
 				// space, and its placeholder is alphanumeric.
-				dst = append(dst, o)
+				dst = lit(dst, o, esc)
 				j++
 				continue
 			}
@@ -275,7 +279,7 @@ func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string) 
 		for i, o := range other {
 			switch width[i] {
 			case 1:
-				dst = append(dst, o)
+				dst = lit(dst, o, esc)
 			case 2:
 				// A short escape (\/ for '/'...). None stands for a
 				// letter or digit, and a placeholder has nothing else:
@@ -304,9 +308,26 @@ func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string) 
 	}
 	mask, bits := e.mask[m.align], e.bits[m.align][1-side]
 	for i, c := range span {
-		dst = append(dst, alpha[byte(b64[c])&^mask[i]|bits[i]])
+		dst = lit(dst, alpha[byte(b64[c])&^mask[i]|bits[i]], esc)
 	}
 	return dst
+}
+
+// lit appends b, percent-encoded if esc is set and b is not unreserved in a
+// URL (RFC 3986: letters, digits, - . _ ~).
+func lit(dst []byte, b byte, esc bool) []byte {
+	if esc && !unreserved(b) {
+		return append(dst, '%', upperHex[b>>4], upperHex[b&15])
+	}
+	return append(dst, b)
+}
+
+func unreserved(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	return b == '-' || b == '.' || b == '_' || b == '~'
 }
 
 func lowerLetters(t []byte) bool {

@@ -12,6 +12,7 @@ type replacer struct {
 	set   *Set
 	side  int    // the side found: placeholder (forward) or value (reverse)
 	allow []bool // by secret: swap what was found; nil swaps all
+	esc   bool   // percent-encode what is written as itself (into a URL)
 	cands *[256][]matcher
 	// alpha is the base64 alphabet in use just before the next byte, as
 	// far as the text tells ('+' standard, '-' URL-safe, 0 unknown): a
@@ -71,7 +72,7 @@ func (r *replacer) run(dst, src []byte, eof bool) ([]byte, int) {
 		}
 		span := src[i : i+n]
 		if r.allow == nil || r.allow[best.sec] {
-			dst = r.set.write(dst, best, r.side, span, r.alphabet(span, src[i+n:min(len(src), i+window)]))
+			dst = r.set.write(dst, best, r.side, span, r.alphabet(span, src[i+n:min(len(src), i+window)]), r.esc)
 			r.mark(r.replaced, best.sec)
 		} else {
 			dst = append(dst, span...)
