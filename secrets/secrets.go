@@ -9,9 +9,20 @@
 // the network; the caller says which secrets a destination may receive and
 // turns what was refused into violations.
 //
-// Every transformation here keeps the length: the output is exactly as long
-// as the input, byte for byte in the same encodings, so a Content-Length
-// stays right in both directions.
+// The forms found: verbatim; percent-encoded (any byte as %XX in either
+// case, a space as '+', a stray '%' as itself); inside a JSON string
+// (\u00XX, \/ and the other short escapes); hex in either case; base64,
+// standard or URL-safe, padded or not, at any of the three alignments
+// inside a longer base64 text. What is written takes the form, length,
+// letter case and (as far as the text tells) base64 alphabet of what was
+// found, so every transformation but ForwardURL keeps the length: a
+// Content-Length stays right in both directions.
+//
+// Not found: a compressed body (the caller must ask for identity encoding
+// or refuse another), base64 wrapped across lines, a value only partly
+// echoed (a masked "sk-...xyz"), other encodings (quoted-printable, HTML
+// entities, UTF-16, a non-ASCII byte as a JSON code point) and encodings
+// of encodings.
 package secrets
 
 import (
