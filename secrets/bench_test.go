@@ -26,8 +26,9 @@ func (r *repeat) Read(p []byte) (int, error) {
 
 // BenchmarkStream is both directions' throughput on a 100 MB stream, next
 // to io.Copy of the same stream: a text body (JSON-like) and a base64 body
-// (the worst case: most of its bytes may begin a base64 form), each with
-// a value, or a placeholder, every 64 KiB.
+// (most of its bytes may begin a base64 form), each with a value, or a
+// placeholder, every 64 KiB; and two bodies of near misses, the worst that
+// the code in the jail can make the proxy do.
 func BenchmarkStream(b *testing.B) {
 	s, err := build(map[string][]byte{
 		"GITHUB": []byte("ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
@@ -47,7 +48,15 @@ func BenchmarkStream(b *testing.B) {
 		raw[i] = byte(r.IntN(256))
 	}
 	b64 := []byte(base64.StdEncoding.EncodeToString(raw))
-	bodies := map[string][]byte{"text": text, "base64": b64}
+	// The worst the code can send: near misses of a placeholder, back to
+	// back (the placeholder but its last byte; its first two bytes).
+	p := s.secrets[0].text[placeholder]
+	var near, pairs []byte
+	for len(near) < 1<<20 {
+		near = append(append(near, p[:len(p)-1]...), '!')
+		pairs = append(pairs, p[:2]...)
+	}
+	bodies := map[string][]byte{"text": text, "base64": b64, "nearmiss": near, "pairs": pairs}
 	const size = 100 << 20
 	for name, body := range bodies {
 		fwd, rev := append([]byte(nil), body...), append([]byte(nil), body...)
