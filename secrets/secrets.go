@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Bounds of a secret's value. A value shorter than MinLen is refused: its
@@ -91,15 +92,7 @@ func build(values map[string][]byte, draw func(n int) []byte) (*Set, error) {
 		s.secrets = append(s.secrets, secret{name: name, text: [2][]byte{value: slices.Clone(v)}})
 		s.window = max(s.window, 6*len(v)) // \u00XX in JSON, per byte
 	}
-	slices.SortFunc(s.secrets, func(a, b secret) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(s.secrets, func(a, b secret) int { return strings.Compare(a.name, b.name) })
 	for i := range s.secrets {
 		for j := range i {
 			if string(s.secrets[i].text[value]) == string(s.secrets[j].text[value]) {

@@ -481,3 +481,18 @@ func TestRedact(t *testing.T) {
 		t.Errorf("Redact = %q, want %q", got, want)
 	}
 }
+
+// TestEmpty: a set without secrets changes nothing.
+func TestEmpty(t *testing.T) {
+	s, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := sample(testSet(t))
+	if out, _ := stream(s, bytes.NewReader(in), false); !bytes.Equal(out, in) {
+		t.Error("an empty set changed a text")
+	}
+	if out, _ := s.Forward(in, nil); !bytes.Equal(out, in) {
+		t.Error("an empty set changed a text")
+	}
+}
