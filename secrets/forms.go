@@ -178,10 +178,11 @@ func (s *Set) match(m matcher, side int, t []byte) int {
 }
 
 // matchPercent matches want percent-encoded at the start of t, any byte of
-// it either as itself or as %XX (and a space as '+'); preferring %XX where
-// both could be, so a value holding '%' is found verbatim only by the
-// verbatim form. With enc set, it also records which bytes of want were
-// %XX.
+// it either as itself or as %XX (and a space as '+'). Where both could be,
+// %XX wins, as in a decoder (the WHATWG URL standard's percent-decode; a
+// strict decoder agrees wherever it accepts the text): a value holding '%'
+// sent undecoded is the verbatim form's to find. With enc set, it also
+// records which bytes of want were %XX.
 func matchPercent(t, want, enc []byte) int {
 	j := 0
 	for i, w := range want {
