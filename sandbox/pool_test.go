@@ -112,8 +112,11 @@ func TestPoolTimeoutAndIdle(t *testing.T) {
 	if err != nil || string(x.Result) != `"ok"` {
 		t.Fatalf("%v %+v", err, x)
 	}
+	// The output is kept whoever stops the loop. The worker's own stop (and
+	// its TimeoutError) comes 200 ms before the jail's kill at this 1 s
+	// timeout, a margin a loaded machine may eat: either is right here.
 	x, err = p.Run(context.Background(), []byte("console.log('start');\nfor (;;) {}"), "-")
-	if err != nil || x.ExitCode != jail.ExitTimeout || x.Stdout != "start\n" || x.Error == nil || x.Error.Name != "TimeoutError" {
+	if err != nil || x.ExitCode != jail.ExitTimeout || x.Stdout != "start\n" || x.Error != nil && x.Error.Name != "TimeoutError" {
 		t.Fatalf("busy loop: %v %+v", err, x)
 	}
 	st := p.Stats()
