@@ -111,6 +111,13 @@ func initMain() int {
 		files = append(files, uintptr(s.ResultFD))
 		s.ResultFD = fdResult
 	}
+	if s.ToolsFD > 0 {
+		if len(files) == fdResult {
+			files = append(files, ^uintptr(0)) // -1: nothing at fdResult
+		}
+		files = append(files, uintptr(s.ToolsFD))
+		s.ToolsFD = fdTools
+	}
 	s.Files = nil // written already; the exec stage need not read them again
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -235,6 +242,13 @@ func execMain() {
 		// The result pipe becomes fd 3, open across exec; this closes the
 		// control socket, which has nothing more to carry.
 		if err := unix.Dup3(fdResult, 3, 0); err != nil {
+			os.Exit(fail("init", "dup3: %v", err))
+		}
+	}
+	if s.ToolsFD > 0 {
+		// The tools socket becomes fd 4 (the spec pipe's, closed already),
+		// open across exec; its copy at fdTools closes on exec.
+		if err := unix.Dup3(fdTools, 4, 0); err != nil {
 			os.Exit(fail("init", "dup3: %v", err))
 		}
 	}

@@ -83,6 +83,13 @@ type Spec struct {
 	// program's own output.
 	Result io.Writer
 
+	// Tools, if not nil, is a socket the command gets as its fd 4 (open
+	// across its exec, like fd 3): the private channel of the execution's
+	// tool calls, whose other end the caller serves. The jail passes a copy
+	// to init and closes its own copy once init has it; Tools stays the
+	// caller's to close.
+	Tools *os.File
+
 	// Files are placed read-only in the jail before the command starts, each
 	// at a path under FilesDir.
 	Files []File

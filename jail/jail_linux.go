@@ -231,6 +231,16 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		}
 		childFiles = append(childFiles, w)
 	}
+	if s.Tools != nil {
+		// A copy of the caller's socket, closed with the other child files
+		// once init has its own.
+		fd, err := unix.FcntlInt(s.Tools.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("jail: tools socket: %w", err)
+		}
+		cs.ToolsFD = 3 + len(childFiles)
+		childFiles = append(childFiles, os.NewFile(uintptr(fd), "tools"))
+	}
 	extra := len(childFiles) // what follows is not an extra fd of init's
 	stdout, err := x.drain(s.Stdout, owner, s.MaxOutput)
 	if err != nil {
@@ -255,7 +265,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		Env:         childEnv, // never nil: nil would mean our environment
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  childFiles[:extra], // fdCtrl, fdSpec, then cs.WorkspaceFD and cs.ResultFD
+		ExtraFiles:  childFiles[:extra], // fdCtrl, fdSpec, then cs.WorkspaceFD, cs.ResultFD and cs.ToolsFD
 		SysProcAttr: namespaceAttr(cs.Rootless),
 	}
 	if s.Stdin != nil {

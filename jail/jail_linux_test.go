@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // selfTest is where TestSelf binds this test binary in the jail.
@@ -295,4 +297,43 @@ func runAsync(t *testing.T, s *Spec) <-chan runResult {
 		done <- runResult{res, err}
 	}()
 	return done
+}
+
+// The tools socket is the command's fd 4, with or without a result channel
+// at fd 3, and no other descriptor comes with it.
+func TestToolsSocket(t *testing.T) {
+	testenv.NeedRoot(t, "the cgroup layer")
+	for _, withResult := range []bool{false, true} {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
+		// The command asks on fd 4 and prints the answer with its fds.
+		s := spec("/bin/sh", "-c", `echo ping >&4; read -r a <&4; echo "$a"; ls /proc/self/fd | tr '\n' ' '`)
+		var out, result bytes.Buffer
+		s.Stdout, s.Stderr, s.Tools = &out, &out, theirs
+		if withResult {
+			s.Result = &result
+		}
+		go func() {
+			b := make([]byte, 5)
+			if _, err := io.ReadFull(ours, b); err == nil && string(b) == "ping\n" {
+				_, _ = ours.Write([]byte("pong\n"))
+			}
+		}()
+		r, err := Run(context.Background(), s)
+		theirs.Close()
+		ours.Close()
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("run: %v %+v\n%s", err, r, out.String())
+		}
+		want := "pong\n0 1 2 3 4 " // 3 is ls's own directory
+		if withResult {
+			want = "pong\n0 1 2 3 4 5 "
+		}
+		if out.String() != want {
+			t.Errorf("result channel %v: output %q, want %q", withResult, out.String(), want)
+		}
+	}
 }

@@ -25,6 +25,8 @@ const (
 	fdSpec = 4 // pipe carrying the JSON childSpec, read to EOF
 	// The exec stage only: the result pipe, which becomes the command's fd 3.
 	fdResult = 5
+	// The exec stage only: the tools socket, which becomes the command's fd 4.
+	fdTools = 6
 )
 
 // childSpec is everything the child side needs, sent as JSON.
@@ -37,6 +39,7 @@ type childSpec struct {
 	WorkspaceSize int64    `json:"workspace_size"`
 	WorkspaceFD   int      `json:"workspace_fd,omitempty"` // init: a detached, idmapped workspace mount to use instead of the path
 	ResultFD      int      `json:"result_fd,omitempty"`    // the result pipe's write end: in init where the supervisor put it, in the exec stage fdResult
+	ToolsFD       int      `json:"tools_fd,omitempty"`     // the tools socket: in init where the supervisor put it, in the exec stage fdTools
 	Files         []File   `json:"files,omitempty"`
 	ReadOnly      []string `json:"ro,omitempty"`
 	Self          string   `json:"self,omitempty"`    // where init binds its own binary
