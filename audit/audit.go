@@ -237,3 +237,21 @@ type Network struct {
 
 // Kind implements Event.
 func (Network) Kind() string { return "network" }
+
+// ToolCall records one tool call (or resource read) of an execution's
+// code: which tool, a hash of its arguments, how long it took and how it
+// ended. Never the arguments or the result themselves: they may hold
+// anything.
+type ToolCall struct {
+	Exec       string `json:"exec"`
+	Server     string `json:"server"`
+	Tool       string `json:"tool,omitempty"`     // "" for a resource read
+	Resource   bool   `json:"resource,omitempty"` // a resource read: ArgsHash is the URI's
+	ArgsHash   string `json:"args_sha256"`
+	DurationMS int64  `json:"duration_ms"`
+	Outcome    string `json:"outcome"` // "ok", "error" (the tool's or the server's) or "refused"
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Kind implements Event.
+func (ToolCall) Kind() string { return "tool_call" }

@@ -52,13 +52,15 @@ const ExitSetup = jail.ExitSetup
 // to fix it. Its text is safe to show the model.
 type SetupError = jail.SetupError
 
-// Options are one execution's streams and audit trail. A nil Stdout or
-// Stderr is captured into the Result instead (up to the output limit); a nil
-// Stdin is empty; a nil Audit records nothing.
+// Options are one execution's streams, audit trail and tools. A nil Stdout
+// or Stderr is captured into the Result instead (up to the output limit); a
+// nil Stdin is empty; a nil Audit records nothing; a nil Tools gives the
+// code no tools channel.
 type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Audit          *audit.Writer
+	Tools          *Tools
 }
 
 // Exec runs args in a fresh jail configured by cfg.
@@ -90,8 +92,10 @@ func programRecord(language string, src []byte) audit.Execution {
 type execution struct {
 	spec    *jail.Spec
 	audit   *audit.Writer
-	net     *netLog // nil without a network
-	program bool    // a runner reports on fd 3
+	net     *netLog      // nil without a network
+	tools   *toolChannel // nil without tools
+	err     error        // from newExecution: the execution cannot run
+	program bool         // a runner reports on fd 3
 
 	stdout, stderr *bytes.Buffer // captured output, when the caller gave no writer
 	report         bytes.Buffer  // what the runner wrote on fd 3
@@ -114,6 +118,9 @@ func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 	if program {
 		spec.Result = &x.report
 	}
+	if o.Tools != nil {
+		x.tools, x.err = newToolChannel(o.Tools, spec, o.Audit)
+	}
 	return x
 }
 
@@ -132,11 +139,17 @@ func (x *execution) begin(ev audit.Execution) {
 	if x.net != nil {
 		x.net.begin(ev.Exec)
 	}
+	if x.tools != nil {
+		x.tools.serve(ev.Exec)
+	}
 }
 
 // run attaches the network and runs the jail to its end: a one-shot
 // execution, begun already.
 func (x *execution) run(ctx context.Context, cfg *config.Config) (*Result, error) {
+	if x.err != nil {
+		return x.finish(nil, x.err)
+	}
 	if err := x.attach(&cfg.Network); err != nil {
 		return x.finish(nil, err)
 	}
@@ -146,6 +159,11 @@ func (x *execution) run(ctx context.Context, cfg *config.Config) (*Result, error
 // finish turns the jail's result into the caller's, and records the
 // execution and its violations in the audit trail.
 func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
+	if x.tools != nil {
+		// The command is gone: its calls still running are cancelled, and
+		// the channel's record is final.
+		x.tools.stop()
+	}
 	if err != nil {
 		x.ev.Error = err.Error()
 		_ = x.audit.Log(x.ev)
@@ -155,6 +173,9 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	if x.net != nil {
 		res.Violations = append(res.Violations, x.net.result()...)
 	}
+	if x.tools != nil {
+		res.Violations = append(res.Violations, x.tools.violations...)
+	}
 	for _, v := range res.Violations {
 		_ = x.audit.Log(audit.Violation{Exec: x.ev.Exec, Violation: v})
 	}
@@ -163,6 +184,9 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	_ = x.audit.Log(x.ev)
 
 	out := newResult(res)
+	if x.tools != nil {
+		out.ToolCalls = append(out.ToolCalls, x.tools.calls...)
+	}
 	if x.stdout != nil {
 		out.Stdout = x.stdout.String()
 	}
@@ -366,6 +390,7 @@ type Result struct {
 	LimitsHit  []string    `json:"limits_hit"`
 	Violations []Violation `json:"violations"`
 	Degraded   []string    `json:"degraded,omitempty"`
+	ToolCalls  []ToolCall  `json:"tool_calls"` // in the order the code made them
 
 	// From `crucible run`: the program's value, and its uncaught error.
 	Result json.RawMessage `json:"result,omitempty"`
@@ -386,6 +411,7 @@ func newResult(r *jail.Result) *Result {
 		LimitsHit:  append([]string{}, r.LimitsHit...),
 		Violations: append([]Violation{}, r.Violations...),
 		Degraded:   r.Degraded,
+		ToolCalls:  []ToolCall{},
 	}
 	return out
 }

@@ -186,6 +186,15 @@ func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func
 		}()
 		st.Audit = w
 	}
+	// The configured tool servers, for this one execution: each starts on
+	// the code's first call of it, and stops when the execution is done.
+	tools, err := sandbox.NewTools(cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "crucible: %v\n", err)
+		return ExitUsage
+	}
+	defer tools.Close()
+	st.Tools = tools
 	if asJSON {
 		st.Stdout, st.Stderr = nil, nil // captured into the result
 	}
@@ -268,7 +277,7 @@ func report(r *sandbox.Result, s *config.Sandbox, env Env) {
 	for _, v := range r.Violations {
 		what := v.Syscall
 		if v.Kind != "syscall" {
-			what = v.Kind + " " + v.Host
+			what = strings.TrimSpace(v.Kind + " " + v.Host) // a tool's names no host
 			if v.Port != 0 {
 				what += ":" + strconv.Itoa(int(v.Port))
 			}

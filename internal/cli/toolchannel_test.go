@@ -1,0 +1,288 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+// toolCanary is in the environment of the downstream server, and must never
+// reach the jail.
+const toolCanary = "tool-canary-5d1e0b"
+
+// everythingConfig writes a crucible.yaml whose server ev is the real
+// server-everything from npm (with toolCanary in its environment, and its
+// get-tiny-image tool denied), plus extra lines; it returns the file and a
+// directory of the test's own, bound read-only in the jail, for programs.
+func everythingConfig(t *testing.T, extra string) (cfg, dir string) {
+	t.Helper()
+	node := testenv.NeedTool(t, "node")
+	main, _ := filepath.Abs("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(main); err != nil {
+		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
+	}
+	dir = publicDir(t)
+	yaml := "servers:\n  ev:\n    command: " + node + "\n    args: [" + main + "]\n" +
+		"    env: {API_TOKEN: " + toolCanary + "}\n" +
+		"    tools: {deny: [get-tiny-*]}\n" + extra
+	cfg = filepath.Join(dir, "crucible.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, dir
+}
+
+// program writes src into dir as name, for the jail to read.
+func program(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// rawClient speaks the tools protocol itself, in Python: what any program
+// (not only a runner) can do with fd 4.
+const rawClient = `import json, os, socket
+fd = int(os.environ["CRUCIBLE_TOOLS_FD"])
+ch = socket.socket(fileno=fd).makefile("rwb")
+def send(*reqs):
+    for r in reqs:
+        ch.write((json.dumps(r) + "\n").encode())
+    ch.flush()
+def answers(n):
+    out = {}
+    for _ in range(n):
+        line = ch.readline()
+        if not line:
+            break
+        a = json.loads(line)
+        out[a["id"]] = a
+    return out
+`
+
+// The protocol over fd 4: requests in flight at once answered by id, a
+// refusal as an error, a violation and an audit line; the calls in order
+// in the result; the server's environment nowhere in the jail.
+func TestToolChannel(t *testing.T) {
+	requireRoot(t)
+	cfg, dir := everythingConfig(t, "")
+	prog := program(t, dir, "p.py", rawClient+`
+send({"id": 1, "method": "call", "server": "ev", "tool": "echo", "args": {"message": "hi"}},
+     {"id": 2, "method": "call", "server": "ev", "tool": "get-sum", "args": {"a": 2, "b": 3}},
+     {"id": 3, "method": "call", "server": "ev", "tool": "get-tiny-image", "args": {}},
+     {"id": 4, "method": "list"},
+     {"id": 5, "method": "nonsense"})
+a = answers(5)
+env = open("/proc/self/environ").read()
+print(json.dumps({"echo": a[1].get("result"), "sum": a[2].get("result"), "denied": a[3].get("error"),
+  "tools": sorted(t["name"] for t in a[4]["result"]), "bad": a[5]["error"]["kind"], "env": env}))
+`)
+	auditFile := filepath.Join(t.TempDir(), "audit.ndjson")
+	r := jsonRun(t, "", "exec", "--json", "--config", cfg, "--ro", dir, "--audit", auditFile, "--", "python3", prog)
+	if r.ExitCode != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var got struct {
+		Echo, Sum string
+		Denied    struct{ Kind, Message string }
+		Tools     []string
+		Bad, Env  string
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, r.Stdout)
+	}
+	if got.Echo != "Echo: hi" || !strings.Contains(got.Sum, "5") || got.Bad != "error" {
+		t.Errorf("answers: %+v", got)
+	}
+	if got.Denied.Kind != "tool" || !strings.Contains(got.Denied.Message, "denied") {
+		t.Errorf("a denied tool: %+v", got.Denied)
+	}
+	if !strings.Contains(strings.Join(got.Tools, " "), "echo") || strings.Contains(strings.Join(got.Tools, " "), "get-tiny-image") {
+		t.Errorf("list: %v", got.Tools)
+	}
+	if !strings.Contains(got.Env, "CRUCIBLE_TOOLS_FD=4") {
+		t.Errorf("the environment lacks CRUCIBLE_TOOLS_FD: %q", got.Env)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, toolCanary) {
+		t.Errorf("the server's environment reached the jail: %s", r.Stdout)
+	}
+	if len(r.Violations) != 1 || r.Violations[0].Kind != "tool" || !strings.Contains(r.Violations[0].Reason, "get-tiny-image") {
+		t.Errorf("violations: %+v", r.Violations)
+	}
+	want := []sandbox.ToolCall{{Server: "ev", Tool: "echo", OK: true}, {Server: "ev", Tool: "get-sum", OK: true}, {Server: "ev", Tool: "get-tiny-image"}}
+	if len(r.ToolCalls) != len(want) {
+		t.Fatalf("tool_calls: %+v", r.ToolCalls)
+	}
+	for i, c := range r.ToolCalls {
+		c.DurationMS = 0
+		if c != want[i] {
+			t.Errorf("tool_calls[%d] = %+v, want %+v", i, c, want[i])
+		}
+	}
+
+	// One audit line per call, with a hash of the arguments, never them.
+	lines := auditLines(t, auditFile, "tool_call")
+	if len(lines) != 3 {
+		t.Fatalf("%d tool_call lines, want 3: %v", len(lines), lines)
+	}
+	outcomes := map[string]string{}
+	for _, l := range lines {
+		if l["exec"] == "" || len(l["args_sha256"].(string)) != 64 {
+			t.Errorf("audit line: %v", l)
+		}
+		outcomes[l["tool"].(string)] = l["outcome"].(string)
+	}
+	if outcomes["echo"] != "ok" || outcomes["get-sum"] != "ok" || outcomes["get-tiny-image"] != "refused" {
+		t.Errorf("outcomes: %v", outcomes)
+	}
+	if b, _ := os.ReadFile(auditFile); strings.Contains(string(b), `"hi"`) {
+		t.Errorf("the audit trail holds the arguments:\n%s", b)
+	}
+}
+
+// auditLines are the trail's events of one kind.
+func auditLines(t *testing.T, file, event string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	s := bufio.NewScanner(f)
+	s.Buffer(nil, 1<<20)
+	for s.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(s.Bytes(), &m); err != nil {
+			t.Fatalf("%v: %s", err, s.Bytes())
+		}
+		if m["event"] == event {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// The call limit refuses the calls past it, each a limit violation; an
+// oversized request line ends the channel, with a violation.
+func TestToolChannelLimits(t *testing.T) {
+	requireRoot(t)
+	cfg, dir := everythingConfig(t, "tools: {max_calls: 2, max_arg_size: 1KiB}\n")
+	prog := program(t, dir, "p.py", rawClient+`
+send(*[{"id": i, "method": "call", "server": "ev", "tool": "echo", "args": {"message": str(i)}} for i in range(1, 4)])
+a = answers(3)
+print(json.dumps(sorted(x.get("error", {}).get("kind", "ok") for x in a.values())))
+ch.write(b'{"id": 9, "method": "list", "pad": "' + b"x" * (80 << 10) + b'"}\n')
+ch.flush()
+try:
+    print(json.dumps(ch.readline().decode()))  # the end of the channel...
+except ConnectionResetError:
+    print(json.dumps(""))  # ...or its reset: our line was not all read
+`)
+	r := jsonRun(t, "", "exec", "--json", "--config", cfg, "--ro", dir, "--", "python3", prog)
+	if r.ExitCode != 0 || r.Stdout != "[\"limit\", \"ok\", \"ok\"]\n\"\"\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	var kinds []string
+	for _, v := range r.Violations {
+		kinds = append(kinds, v.Kind+": "+v.Reason)
+	}
+	if len(kinds) != 2 || !strings.Contains(kinds[0]+kinds[1], "2 tool calls") || !strings.Contains(kinds[0]+kinds[1], "channel was closed") {
+		t.Errorf("violations: %q", kinds)
+	}
+}
+
+// Attack: a second execution, running while the first holds its channel,
+// looks for any way to it: every descriptor it can see in /proc, and every
+// Unix socket its network namespace lists. It finds its own channel only.
+func TestToolChannelPrivate(t *testing.T) {
+	requireRoot(t)
+	cfg, dir := everythingConfig(t, "")
+	ws := hostWorkspace(t)
+	first := program(t, dir, "first.py", rawClient+`
+import time
+send({"id": 1, "method": "call", "server": "ev", "tool": "echo", "args": {"message": "first"}})
+a = answers(1)
+open("/workspace/first.tmp", "w").write(str(os.fstat(fd).st_ino))
+os.rename("/workspace/first.tmp", "/workspace/first")
+for _ in range(1200):  # at most 2 minutes
+    if os.path.exists("/workspace/second"):
+        break
+    time.sleep(0.1)
+print(a[1]["result"])
+`)
+	second := program(t, dir, "second.py", `import json, os, socket, stat, time
+for _ in range(1200):
+    if os.path.exists("/workspace/first"):
+        break
+    time.sleep(0.1)
+theirs = open("/workspace/first").read()
+seen = {}
+for pid in os.listdir("/proc"):
+    if not pid.isdigit():
+        continue
+    try:
+        fds = os.listdir("/proc/%s/fd" % pid)
+    except OSError:
+        continue
+    for n in fds:
+        try:
+            link = os.readlink("/proc/%s/fd/%s" % (pid, n))
+        except OSError:
+            continue
+        if link.startswith("socket:"):
+            seen.setdefault(link, []).append(pid + "/" + n)
+connected = []
+for line in open("/proc/net/unix").readlines()[1:]:
+    f = line.split()
+    if len(f) < 8:
+        continue
+    name = f[7]
+    addr = "\0" + name[1:] if name.startswith("@") else name
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(addr)
+        connected.append(name)
+    except OSError:
+        pass
+    s.close()
+mine = "socket:[%d]" % os.fstat(4).st_ino
+open("/workspace/second", "w").close()
+print(json.dumps({"seen": seen, "mine": mine, "theirs": "socket:[" + theirs + "]", "connected": connected}))
+`)
+	var wg sync.WaitGroup
+	var r1, r2 *sandbox.Result
+	wg.Go(func() {
+		r1 = jsonRun(t, "", "exec", "--json", "--config", cfg, "--ro", dir, "--workspace", ws, "--", "python3", first)
+	})
+	wg.Go(func() {
+		r2 = jsonRun(t, "", "exec", "--json", "--config", cfg, "--ro", dir, "--workspace", ws, "--", "python3", second)
+	})
+	wg.Wait()
+	if r1 == nil || r2 == nil {
+		t.FailNow()
+	}
+	if r1.ExitCode != 0 || r1.Stdout != "Echo: first\n" || r2.ExitCode != 0 {
+		t.Fatalf("first: %+v\nsecond: %+v", r1, r2)
+	}
+	var got struct {
+		Seen         map[string][]string
+		Mine, Theirs string
+		Connected    []string
+	}
+	if err := json.Unmarshal([]byte(r2.Stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, r2.Stdout)
+	}
+	if got.Mine == got.Theirs || len(got.Seen) != 1 || got.Seen[got.Mine] == nil || len(got.Connected) != 0 {
+		t.Errorf("the second execution saw sockets %v (its own %s, the first's %s), connected to %v", got.Seen, got.Mine, got.Theirs, got.Connected)
+	}
+}

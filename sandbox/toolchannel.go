@@ -1,0 +1,301 @@
+package sandbox
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/toolbridge"
+	"github.com/cruciblehq/crucible/violation"
+
+	"golang.org/x/sys/unix"
+)
+
+// ToolsFD is the descriptor on which the command of an execution with tools
+// finds its tools channel; the environment variable CRUCIBLE_TOOLS_FD says
+// so to the runners.
+const ToolsFD = 4
+
+// Tools is the tool bridge of one Crucible process: the downstream servers
+// of a configuration, each started on its first use and shared by every
+// execution that is given it in [Options]. The caller closes it, which stops
+// the servers, once no execution uses it any more.
+type Tools struct {
+	bridge  *toolbridge.Bridge
+	maxLine int // the longest request line a channel reads
+}
+
+// NewTools returns the tool bridge of cfg's servers, or nil when cfg has
+// none. It starts nothing.
+func NewTools(cfg *config.Config) (*Tools, error) {
+	if len(cfg.Servers) == 0 {
+		return nil, nil
+	}
+	if err := checkServers(cfg); err != nil {
+		return nil, err
+	}
+	o := toolOptions(cfg)
+	b, err := toolbridge.New(o)
+	if err != nil {
+		return nil, err
+	}
+	// A request carries its arguments and a little JSON around them.
+	args := cmp.Or(o.Limits.ArgBytes, toolbridge.DefaultArgBytes)
+	return &Tools{bridge: b, maxLine: int(args) + 64<<10}, nil
+}
+
+// Close stops the servers the bridge started.
+func (t *Tools) Close() {
+	if t != nil {
+		t.bridge.Close()
+	}
+}
+
+// ToolCall is one tool call (or resource read) of an execution, as its
+// result lists them, in the order the code made them.
+type ToolCall struct {
+	Server     string `json:"server"`
+	Tool       string `json:"tool"` // for a resource read, "resource"
+	DurationMS int64  `json:"duration_ms"`
+	OK         bool   `json:"ok"`
+}
+
+// maxInFlight bounds the requests of one channel being served at once;
+// past it the channel reads no more until one is answered.
+const maxInFlight = 64
+
+// toolChannel serves one execution's tools channel: the supervisor's end of
+// a socketpair whose other end is the command's fd 4. A socketpair has no
+// name, so no other execution and no host process can reach it.
+type toolChannel struct {
+	conn    net.Conn
+	peer    *os.File // the jail's end, ours to close once the jail has it
+	sess    *toolbridge.Session
+	audit   *audit.Writer
+	maxLine int
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	slots  chan struct{}
+
+	wmu sync.Mutex // one response line at a time
+
+	mu         sync.Mutex
+	exec       string
+	calls      []ToolCall
+	violations []violation.Violation
+	index      map[violation.Violation]int
+}
+
+// newToolChannel makes the channel of one execution and gives its jail the
+// command's end.
+func newToolChannel(t *Tools, spec *jail.Spec, w *audit.Writer) (*toolChannel, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("tools channel: socketpair: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "tools")
+	// FileConn dups our end, non-blocking, onto the poller, so that closing
+	// it ends a pending read; the command's end stays blocking.
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("tools channel: %w", err)
+	}
+	c := &toolChannel{
+		conn: conn, peer: os.NewFile(uintptr(fds[1]), "tools-jail"),
+		sess: t.bridge.NewSession(), audit: w, maxLine: t.maxLine,
+		slots: make(chan struct{}, maxInFlight),
+		index: map[violation.Violation]int{},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	spec.Tools = c.peer
+	spec.Env = append(spec.Env, fmt.Sprintf("CRUCIBLE_TOOLS_FD=%d", ToolsFD))
+	return c, nil
+}
+
+// serve answers the channel's requests until the command closes it or stop
+// is called; the calls are the execution exec's.
+func (c *toolChannel) serve(exec string) {
+	c.mu.Lock()
+	c.exec = exec
+	c.mu.Unlock()
+	c.done.Add(1)
+	go func() {
+		defer c.done.Done()
+		c.read()
+	}()
+}
+
+// stop ends the channel: calls still running are cancelled and answered
+// (to no one), and once it returns the calls and violations are final.
+func (c *toolChannel) stop() {
+	c.cancel()
+	c.conn.Close()
+	c.peer.Close()
+	c.done.Wait()
+}
+
+// request is one line the code sends.
+type request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Server string          `json:"server"`
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"args"`
+	URI    string          `json:"uri"`
+}
+
+// response is one line the code gets.
+type response struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *responseError  `json:"error,omitempty"`
+}
+
+// responseError is a failed request: Kind "tool" for the policy's refusal or
+// the tool's own error, "limit" for a limit, "error" for anything else (a
+// server that cannot be reached, a malformed request).
+type responseError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+func (c *toolChannel) read() {
+	r := bufio.NewScanner(c.conn)
+	r.Buffer(make([]byte, 0, 64<<10), c.maxLine)
+	for r.Scan() {
+		var req request
+		if err := json.Unmarshal(r.Bytes(), &req); err != nil {
+			c.answer(response{ID: req.ID, Error: &responseError{Kind: "error", Message: "the request is not a JSON object of the tools protocol: " + err.Error()}})
+			continue
+		}
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		}
+		// The call's place in the result is the order the code asked in,
+		// whatever order the calls end in.
+		slot := -1
+		if req.Method == "call" || req.Method == "resource" {
+			tool := req.Tool
+			if req.Method == "resource" {
+				tool = "resource"
+			}
+			c.mu.Lock()
+			slot = len(c.calls)
+			c.calls = append(c.calls, ToolCall{Server: req.Server, Tool: tool})
+			c.mu.Unlock()
+		}
+		c.done.Add(1)
+		go func() {
+			defer func() { <-c.slots; c.done.Done() }()
+			c.answer(c.handle(req, slot))
+		}()
+	}
+	if errors.Is(r.Err(), bufio.ErrTooLong) {
+		c.violate(violation.Violation{Kind: violation.Limit, Reason: fmt.Sprintf("a request on the tools channel was longer than %d bytes; the channel was closed", c.maxLine)})
+		c.conn.Close() // the command reads EOF: nothing more is answered
+	}
+}
+
+func (c *toolChannel) answer(res response) {
+	if res.ID == nil {
+		res.ID = json.RawMessage("null")
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return // the bridge's results are valid JSON
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, _ = c.conn.Write(append(b, '\n'))
+}
+
+// handle answers one request; slot is the call's place in c.calls.
+func (c *toolChannel) handle(req request, slot int) response {
+	res := response{ID: req.ID}
+	var (
+		out  []byte
+		err  error
+		hash []byte
+	)
+	start := time.Now()
+	switch req.Method {
+	case "list":
+		tools, lerr := c.sess.Tools(c.ctx)
+		if lerr != nil && len(tools) == 0 {
+			err = lerr
+		} else {
+			out, err = json.Marshal(tools)
+		}
+		if err != nil {
+			res.Error = &responseError{Kind: "error", Message: err.Error()}
+		}
+		res.Result = out
+		return res
+	case "call":
+		hash = req.Args
+		out, err = c.sess.Call(c.ctx, req.Server, req.Tool, req.Args)
+	case "resource":
+		hash = []byte(req.URI)
+		out, err = c.sess.Resource(c.ctx, req.Server, req.URI)
+	default:
+		res.Error = &responseError{Kind: "error", Message: fmt.Sprintf("unknown method %q: the methods are call, list and resource", req.Method)}
+		return res
+	}
+	d := time.Since(start)
+	sum := sha256.Sum256(hash)
+	ev := audit.ToolCall{Server: req.Server, Tool: req.Tool, Resource: req.Method == "resource",
+		ArgsHash: hex.EncodeToString(sum[:]), DurationMS: d.Milliseconds(), Outcome: "ok"}
+	var refusal *toolbridge.Refusal
+	var toolErr *toolbridge.ToolError
+	switch {
+	case err == nil:
+		res.Result = out
+	case errors.As(err, &refusal):
+		ev.Outcome, ev.Reason = "refused", refusal.Reason
+		res.Error = &responseError{Kind: refusal.Kind, Message: refusal.Reason}
+		c.violate(violation.Violation{Kind: refusal.Kind, Reason: refusal.Reason})
+	case errors.As(err, &toolErr):
+		ev.Outcome = "error"
+		res.Error = &responseError{Kind: "tool", Message: toolErr.Message}
+	default:
+		ev.Outcome = "error"
+		res.Error = &responseError{Kind: "error", Message: err.Error()}
+	}
+	c.mu.Lock()
+	ev.Exec = c.exec
+	c.calls[slot].DurationMS, c.calls[slot].OK = ev.DurationMS, err == nil
+	c.mu.Unlock()
+	_ = c.audit.Log(ev)
+	return res
+}
+
+// violate counts a refusal, one entry per kind and reason.
+func (c *toolChannel) violate(v violation.Violation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i, ok := c.index[v]; ok {
+		c.violations[i].Count++
+		return
+	}
+	c.index[v] = len(c.violations)
+	v.Count = 1
+	c.violations = append(c.violations, v)
+}
