@@ -286,3 +286,60 @@ print(json.dumps({"seen": seen, "mine": mine, "theirs": "socket:[" + theirs + "]
 		t.Errorf("the second execution saw sockets %v (its own %s, the first's %s), connected to %v", got.Seen, got.Mine, got.Theirs, got.Connected)
 	}
 }
+
+// TypeScript's tools global: calls in parallel by the declarations' names
+// and by tools.call, aggregated; a denied tool and the call limit throw,
+// with the kind, and are violations.
+func TestToolsTypeScript(t *testing.T) {
+	requireRoot(t)
+	cfg, _ := everythingConfig(t, "tools: {max_calls: 4}\n")
+	r := runJSON(t, `
+const [echo, sum, sum2] = await Promise.all([
+  tools.ev.echo({ message: "hi" }),
+  tools.ev.get_sum({ a: 2, b: 3 }),
+  tools.call("ev", "get-sum", { a: 10, b: 20 }),
+]);
+const caught = async (p: Promise<unknown>) => p.then(() => "no error", (e) => e instanceof Error ? e.kind + ": " + e.message : "not an Error");
+const denied = await caught(tools.call("ev", "get-tiny-image", {}));
+const fourth = await tools.ev.echo({ message: "4" });
+const fifth = await caught(tools.ev.echo({ message: "5" }));
+const names = (await tools.list()).map((t) => t.name);
+export default { echo, sums: [sum, sum2], denied, fourth, fifth, listed: names.includes("get-sum"), env: JSON.stringify(env) };
+`, "--config", cfg, "-")
+	if r.ExitCode != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var got struct {
+		Echo, Denied, Fourth, Fifth, Env string
+		Sums                             []string
+		Listed                           bool
+	}
+	if err := json.Unmarshal(r.Result, &got); err != nil {
+		t.Fatalf("%v: %s", err, r.Result)
+	}
+	if got.Echo != "Echo: hi" || len(got.Sums) != 2 || !strings.Contains(got.Sums[0], "is 5") || !strings.Contains(got.Sums[1], "is 30") || got.Fourth != "Echo: 4" || !got.Listed {
+		t.Errorf("values: %+v", got)
+	}
+	if !strings.HasPrefix(got.Denied, "tool: tool get-tiny-image is denied") || !strings.HasPrefix(got.Fifth, "limit: this execution has made its 4 tool calls") {
+		t.Errorf("refusals: %q, %q", got.Denied, got.Fifth)
+	}
+	if strings.Contains(got.Env, toolCanary) {
+		t.Errorf("the server's environment reached the program: %s", got.Env)
+	}
+	kinds := map[string]int{}
+	for _, v := range r.Violations {
+		kinds[v.Kind] += v.Count
+	}
+	if kinds["tool"] != 1 || kinds["limit"] != 1 {
+		t.Errorf("violations: %+v", r.Violations)
+	}
+	if len(r.ToolCalls) != 6 || r.ToolCalls[3].Tool != "get-tiny-image" || r.ToolCalls[3].OK || !r.ToolCalls[4].OK || r.ToolCalls[5].OK {
+		t.Errorf("tool_calls: %+v", r.ToolCalls)
+	}
+
+	// Without servers, a call says so.
+	r = runJSON(t, `export default await tools.ev.echo({ message: "x" }).catch((e) => e.message);`, "-")
+	if !strings.Contains(string(r.Result), "no tools are configured") {
+		t.Errorf("without servers: %+v", r)
+	}
+}

@@ -49,6 +49,9 @@ type Options struct {
 
 	// HTTP is fetch's client; nil refuses every fetch.
 	HTTP *http.Client
+	// Tools carries the tools global's calls; nil makes each of them
+	// throw that no tools are configured.
+	Tools Tools
 }
 
 // scripts are the JavaScript half of the runtime: web.js (the Web APIs
@@ -123,9 +126,14 @@ type Runtime struct {
 	timers timers
 	tasks  chan func()   // work done elsewhere, to finish on the VM's goroutine
 	done   chan struct{} // closed when the run is over: tasks are dropped
-	busy   int           // fetches in flight
+	busy   int           // fetches and tool calls in flight
 	fetch  fetches
-	files  *files
+
+	toolSeq int
+	names   toolNames
+	life    context.Context // ends with Close: the tool calls still running
+	end     context.CancelFunc
+	files   *files
 
 	outcome *lang.Outcome // set once the program has settled
 	closed  bool
@@ -156,6 +164,7 @@ func New(o Options) (_ *Runtime, err error) {
 		files: newFiles(o.Dirs),
 	}
 	r.fetch.init()
+	r.life, r.end = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -206,6 +215,7 @@ func (r *Runtime) Close() {
 	r.closed = true
 	close(r.done)
 	r.fetch.cancelAll()
+	r.end()
 	if r.dispatch.VM() != nil {
 		r.dispatch.Free()
 	}

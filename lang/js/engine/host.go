@@ -74,6 +74,7 @@ func (r *Runtime) registerHost() error {
 		"fetchAbort": func(a []any) (any, error) { r.fetch.abort(argInt(a, 0)); return nil, nil },
 		"body":       r.takeBody,
 		"fs":         r.files.op,
+		"tool":       r.startTool,
 	}
 	for name, f := range fns {
 		if err := r.vm.RegisterHostFunc(hostPrefix+name, f); err != nil {

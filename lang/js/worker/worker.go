@@ -74,9 +74,10 @@ func Main(args []string) int {
 	o := engine.Options{
 		Heap: *heap, Stack: *stack,
 		Stdout: os.Stdout, Stderr: os.Stderr,
-		Env:  environ(),
-		Dirs: map[string]string{"/workspace": "/workspace", "/tmp": "/tmp"},
-		HTTP: httpClient(),
+		Env:   environ(),
+		Dirs:  map[string]string{"/workspace": "/workspace", "/tmp": "/tmp"},
+		HTTP:  httpClient(),
+		Tools: toolsChannel(),
 	}
 	var out *lang.Outcome
 	if *warm {

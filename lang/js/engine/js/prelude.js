@@ -363,6 +363,35 @@
     }
   });
 
+  // tools: the execution's tool calls, which Go carries to its tools channel.
+  // tools.<server>.<name>(args) calls a tool by the name its declaration
+  // gives it (Go maps it back); call, list and resource are the rest.
+  const toolCalls = new Map(); // tool request id -> { resolve, reject, site }
+  const toolRequest = (req, byJSName) => {
+    const site = new Error();
+    try {
+      const id = H.tool(JSON.stringify(req), byJSName);
+      return new Promise((resolve, reject) => toolCalls.set(id, { resolve, reject, site }));
+    } catch (e) {
+      return Promise.reject(atCall(new Error(String(e?.message ?? e)), site));
+    }
+  };
+  const toolArgs = (args) => (args === undefined || args === null ? {} : args);
+  const toolFns = {
+    call: (server, tool, args) => toolRequest({ method: "call", server: String(server), tool: String(tool), args: toolArgs(args) }, false),
+    list: () => toolRequest({ method: "list" }, false),
+    resource: (server, uri) => toolRequest({ method: "resource", server: String(server), uri: String(uri) }, false),
+  };
+  // Not tools: what await, JSON and console look for on any object.
+  const notTool = (name) => typeof name !== "string" || name === "then" || name === "toJSON" || name === "constructor";
+  const serverOf = (server) =>
+    new Proxy({}, {
+      get: (_, name) => (notTool(name) ? undefined : (args) => toolRequest({ method: "call", server, tool: name, args: toolArgs(args) }, true)),
+    });
+  define(g, "tools", new Proxy(Object.freeze({ ...toolFns }), {
+    get: (t, name) => (Object.hasOwn(t, name) ? t[name] : notTool(name) ? undefined : serverOf(name)),
+  }));
+
   const toJSON = (v) => {
     if (v === undefined) return undefined;
     try {
@@ -376,7 +405,8 @@
     else H.settle(false, "Error", "uncaught " + inspect(e), "");
   };
 
-  // Go calls this: ("run", module), ("timer", id), ("fetch", id, ok, payload).
+  // Go calls this: ("run", module), ("timer", id), ("fetch" or "tool", id, ok,
+  // payload).
   return function dispatch(kind, id, ok, payload) {
     switch (kind) {
       case "run":
@@ -396,6 +426,20 @@
         pending.delete(id);
         if (ok) p.resolve(fromHost(JSON.parse(payload), id));
         else p.reject(atCall(new TypeError(payload), p.site));
+        break;
+      }
+      case "tool": {
+        const p = toolCalls.get(id);
+        if (!p) return;
+        toolCalls.delete(id);
+        if (ok) {
+          p.resolve(JSON.parse(payload));
+          return;
+        }
+        const { kind, message } = JSON.parse(payload);
+        const e = atCall(new Error(message), p.site);
+        define(e, "kind", kind); // "tool", "limit" or "error"
+        p.reject(e);
         break;
       }
     }
