@@ -343,3 +343,67 @@ export default { echo, sums: [sum, sum2], denied, fourth, fifth, listed: names.i
 		t.Errorf("without servers: %+v", r)
 	}
 }
+
+// Python's crucible.tools: the same calls, synchronous, several threads'
+// in flight at once; refusals raise ToolError with the kind.
+func TestToolsPython(t *testing.T) {
+	requireRoot(t)
+	cfg, _ := everythingConfig(t, "tools: {max_calls: 4}\n")
+	r := runJSON(t, `import crucible, os
+from concurrent.futures import ThreadPoolExecutor
+tools = crucible.tools
+with ThreadPoolExecutor(3) as ex:
+    calls = [ex.submit(tools.ev.echo, message="hi"), ex.submit(tools.ev.get_sum, a=2, b=3),
+             ex.submit(tools.call, "ev", "get-sum", {"a": 10, "b": 20})]
+    values = [c.result() for c in calls]
+def caught(f, *args, **kw):
+    try:
+        f(*args, **kw)
+        return "no error"
+    except crucible.ToolError as e:
+        return e.kind + ": " + str(e)
+denied = caught(tools.call, "ev", "get-tiny-image")
+fourth = tools.ev.echo(message="4")
+fifth = caught(tools.ev.echo, message="5")
+listed = "get-sum" in [t["name"] for t in tools.list()]
+crucible.result = {"values": values, "denied": denied, "fourth": fourth, "fifth": fifth, "listed": listed, "env": dict(os.environ)}
+`, "--lang", "py", "--config", cfg, "-")
+	if r.ExitCode != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var got struct {
+		Values                []string
+		Denied, Fourth, Fifth string
+		Listed                bool
+		Env                   map[string]string
+	}
+	if err := json.Unmarshal(r.Result, &got); err != nil {
+		t.Fatalf("%v: %s", err, r.Result)
+	}
+	if len(got.Values) != 3 || got.Values[0] != "Echo: hi" || !strings.Contains(got.Values[1], "is 5") || !strings.Contains(got.Values[2], "is 30") || got.Fourth != "Echo: 4" || !got.Listed {
+		t.Errorf("values: %+v", got)
+	}
+	if !strings.HasPrefix(got.Denied, "tool: tool get-tiny-image is denied") || !strings.HasPrefix(got.Fifth, "limit: this execution has made its 4 tool calls") {
+		t.Errorf("refusals: %q, %q", got.Denied, got.Fifth)
+	}
+	if strings.Contains(string(r.Result), toolCanary) || got.Env["CRUCIBLE_TOOLS_FD"] != "4" {
+		t.Errorf("environment: %v", got.Env)
+	}
+	kinds := map[string]int{}
+	for _, v := range r.Violations {
+		kinds[v.Kind] += v.Count
+	}
+	if kinds["tool"] != 1 || kinds["limit"] != 1 || len(r.ToolCalls) != 6 {
+		t.Errorf("violations %+v, tool_calls %+v", r.Violations, r.ToolCalls)
+	}
+
+	r = runJSON(t, `import crucible
+try:
+    crucible.tools.ev.echo(message="x")
+except crucible.ToolError as e:
+    crucible.result = str(e)
+`, "--lang", "py", "-")
+	if !strings.Contains(string(r.Result), "no tools are configured") {
+		t.Errorf("without servers: %+v", r)
+	}
+}
