@@ -407,3 +407,39 @@ except crucible.ToolError as e:
 		t.Errorf("without servers: %+v", r)
 	}
 }
+
+// Deno's tools global: the embedded engine's API, over node:net on fd 4.
+func TestToolsDeno(t *testing.T) {
+	requireRoot(t)
+	requireDeno(t)
+	cfg, _ := everythingConfig(t, "")
+	r := runJSON(t, `
+const [echo, sum] = await Promise.all([tools.ev.echo({ message: "hi" }), tools.call("ev", "get-sum", { a: 2, b: 3 })]);
+const denied = await tools.ev.get_tiny_image({}).then(() => "no error", (e) => e.kind + ": " + e.message);
+const byCall = await tools.call("ev", "get-tiny-image").then(() => "no error", (e) => e.kind + ": " + e.message);
+export default { echo, sum, denied, byCall, listed: (await tools.list()).some((t) => t.js_name === "get_sum") };
+`, "--lang", "deno", "--config", cfg, "-")
+	var got struct {
+		Echo, Sum, Denied, ByCall string
+		Listed                    bool
+	}
+	if err := json.Unmarshal(r.Result, &got); r.ExitCode != 0 || err != nil {
+		t.Fatalf("%v: %+v", err, r)
+	}
+	if got.Echo != "Echo: hi" || !strings.Contains(got.Sum, "is 5") || !got.Listed {
+		t.Errorf("values: %+v", got)
+	}
+	// A denied tool is not listed, so its declaration's name is not known:
+	// the call goes out under that name, and is refused all the same.
+	if !strings.HasPrefix(got.ByCall, "tool: tool get-tiny-image is denied") || got.Denied == "no error" {
+		t.Errorf("refusals: %q, %q", got.Denied, got.ByCall)
+	}
+	if len(r.ToolCalls) != 4 || len(r.Violations) != 1 {
+		t.Errorf("tool_calls %+v, violations %+v", r.ToolCalls, r.Violations)
+	}
+
+	r = runJSON(t, `export default await tools.list().catch((e) => e.message);`, "--lang", "deno", "-")
+	if !strings.Contains(string(r.Result), "no tools are configured") {
+		t.Errorf("without servers: %+v", r)
+	}
+}
