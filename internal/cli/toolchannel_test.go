@@ -443,3 +443,67 @@ export default { echo, sum, denied, byCall, listed: (await tools.list()).some((t
 		t.Errorf("without servers: %+v", r)
 	}
 }
+
+// Rootless, the channel is the same; a call past its server's timeout is
+// refused as a limit, and the next call works.
+func TestToolsRootlessTimeout(t *testing.T) {
+	requireRoot(t) // to become nobody
+	bin := buildCrucible(t)
+	cfg, dir := everythingConfig(t, "    timeout: 2s\n")
+	prog := program(t, dir, "p.ts", `
+const slow = await tools.call("ev", "trigger-long-running-operation", { duration: 600, steps: 2 })
+  .then(() => "no error", (e) => e.kind + ": " + e.message);
+export default { slow, echo: await tools.ev.echo({ message: "after" }) };
+`)
+	code, out, errs := runAs(t, bin, nobody, "run", "--json", "--allow-degraded", "cgroup", "--config", cfg, prog)
+	var r sandbox.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	var got struct{ Slow, Echo string }
+	if err := json.Unmarshal(r.Result, &got); err != nil {
+		t.Fatalf("%v: %s", err, r.Result)
+	}
+	if !strings.HasPrefix(got.Slow, "limit: ") || !strings.Contains(got.Slow, "per-call timeout") || got.Echo != "Echo: after" {
+		t.Errorf("%+v", got)
+	}
+	if len(r.Violations) != 1 || r.Violations[0].Kind != "limit" || len(r.ToolCalls) != 2 || r.ToolCalls[0].OK || !r.ToolCalls[1].OK {
+		t.Errorf("violations %+v, tool_calls %+v", r.Violations, r.ToolCalls)
+	}
+}
+
+// Groups are kept apart (the second server, another group, is refused once
+// the first has been used), and arguments and results past their limits
+// are refused as limits, from the code.
+func TestToolsGroupsAndSizes(t *testing.T) {
+	requireRoot(t)
+	node := testenv.NeedTool(t, "node")
+	main, _ := filepath.Abs("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	cfg, _ := everythingConfig(t, "    group: mail\n  paste:\n    command: "+node+"\n    args: ["+main+"]\n    group: public\n"+
+		"tools: {max_arg_size: 1KiB, max_result_size: 1KiB}\n")
+	r := runJSON(t, `
+const caught = (p: Promise<unknown>) => p.then((v) => "ok", (e) => e.kind + ": " + e.message);
+const mail = await caught(tools.ev.echo({ message: "secret" }));
+const paste = await caught(tools.paste.echo({ message: "secret" }));
+const bigArg = await caught(tools.ev.echo({ message: "x".repeat(2000) }));
+const bigResult = await caught(tools.resource("ev", "demo://resource/static/document/architecture.md"));
+export default { mail, paste, bigArg, bigResult };
+`, "--config", cfg, "-")
+	var got struct{ Mail, Paste, BigArg, BigResult string }
+	if err := json.Unmarshal(r.Result, &got); err != nil || r.ExitCode != 0 {
+		t.Fatalf("%v: %+v", err, r)
+	}
+	if got.Mail != "ok" || !strings.HasPrefix(got.Paste, `tool: tool server paste is in group "public"`) {
+		t.Errorf("groups: %+v", got)
+	}
+	if !strings.HasPrefix(got.BigArg, "limit: the arguments are") || !strings.HasPrefix(got.BigResult, "limit: the result is") {
+		t.Errorf("sizes: %+v", got)
+	}
+	kinds := map[string]int{}
+	for _, v := range r.Violations {
+		kinds[v.Kind] += v.Count
+	}
+	if kinds["tool"] != 1 || kinds["limit"] != 2 {
+		t.Errorf("violations: %+v", r.Violations)
+	}
+}
