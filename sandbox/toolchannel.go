@@ -35,6 +35,7 @@ const ToolsFD = 4
 type Tools struct {
 	bridge  *toolbridge.Bridge
 	maxLine int // the longest request line a channel reads
+	records int // the most calls an execution lists
 }
 
 // NewTools returns the tool bridge of cfg's servers, or nil when cfg has
@@ -53,7 +54,8 @@ func NewTools(cfg *config.Config) (*Tools, error) {
 	}
 	// A request carries its arguments and a little JSON around them.
 	args := cmp.Or(o.Limits.ArgBytes, toolbridge.DefaultArgBytes)
-	return &Tools{bridge: b, maxLine: int(args) + 64<<10}, nil
+	calls := cmp.Or(o.Limits.Calls, toolbridge.DefaultCalls)
+	return &Tools{bridge: b, maxLine: int(args) + 64<<10, records: calls + moreToolRecords}, nil
 }
 
 // Close stops the servers the bridge started.
@@ -72,6 +74,12 @@ type ToolCall struct {
 	OK         bool   `json:"ok"`
 }
 
+// moreToolRecords is how many calls past its call limit one execution lists
+// in its result and writes to the audit trail: refused calls do not count
+// against the limit, and the code may make them in a loop. Past that, calls
+// are still answered (refused, and counted in the violations), not listed.
+const moreToolRecords = 1000
+
 // maxInFlight bounds the requests of one channel being served at once;
 // past it the channel reads no more until one is answered.
 const maxInFlight = 64
@@ -85,6 +93,7 @@ type toolChannel struct {
 	sess    *toolbridge.Session
 	audit   *audit.Writer
 	maxLine int
+	records int
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -118,7 +127,7 @@ func newToolChannel(t *Tools, spec *jail.Spec, w *audit.Writer) (*toolChannel, e
 	}
 	c := &toolChannel{
 		conn: conn, peer: os.NewFile(uintptr(fds[1]), "tools-jail"),
-		sess: t.bridge.NewSession(), audit: w, maxLine: t.maxLine,
+		sess: t.bridge.NewSession(), audit: w, maxLine: t.maxLine, records: t.records,
 		slots: make(chan struct{}, maxInFlight),
 		index: map[violation.Violation]int{},
 	}
@@ -192,7 +201,7 @@ func (c *toolChannel) read() {
 		// The call's place in the result is the order the code asked in,
 		// whatever order the calls end in.
 		slot := -1
-		if req.Method == "call" || req.Method == "resource" {
+		if (req.Method == "call" || req.Method == "resource") && len(c.calls) < c.records {
 			tool := req.Tool
 			if req.Method == "resource" {
 				tool = "resource"
@@ -279,6 +288,9 @@ func (c *toolChannel) handle(req request, slot int) response {
 		ev.Outcome = "error"
 		res.Error = &responseError{Kind: "error", Message: err.Error()}
 	}
+	if slot < 0 {
+		return res
+	}
 	c.mu.Lock()
 	ev.Exec = c.exec
 	c.calls[slot].DurationMS, c.calls[slot].OK = ev.DurationMS, err == nil
@@ -310,10 +322,15 @@ func listed(tools []toolbridge.Tool) []listedTool {
 	return out
 }
 
-// violate counts a refusal, one entry per kind and reason.
+// violate counts a refusal, one entry per kind and reason (the reasons name
+// what the code asked for: past maxNetViolations of them, one entry per
+// kind counts the rest).
 func (c *toolChannel) violate(v violation.Violation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.index[v]; !ok && len(c.violations) >= maxNetViolations {
+		v = violation.Violation{Kind: v.Kind, Reason: unlisted}
+	}
 	if i, ok := c.index[v]; ok {
 		c.violations[i].Count++
 		return

@@ -30,7 +30,7 @@ func FuzzToolChannel(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	tools := &Tools{bridge: b, maxLine: 1 << 16}
+	tools := &Tools{bridge: b, maxLine: 1 << 16, records: 8}
 	f.Fuzz(func(t *testing.T, line string) {
 		if len(line) >= tools.maxLine || strings.Contains(line, "\n") {
 			return

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,6 +182,9 @@ func TestToolChannelLimits(t *testing.T) {
 send(*[{"id": i, "method": "call", "server": "ev", "tool": "echo", "args": {"message": str(i)}} for i in range(1, 4)])
 a = answers(3)
 print(json.dumps(sorted(x.get("error", {}).get("kind", "ok") for x in a.values())))
+for i in range(100, 1200):  # refused calls in a loop: listed only so far
+    send({"id": i, "method": "call", "server": "ev", "tool": "echo", "args": {}})
+    answers(1)
 ch.write(b'{"id": 9, "method": "list", "pad": "' + b"x" * (80 << 10) + b'"}\n')
 ch.flush()
 try:
@@ -192,11 +196,14 @@ except ConnectionResetError:
 	if r.ExitCode != 0 || r.Stdout != "[\"limit\", \"ok\", \"ok\"]\n\"\"\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", r.ExitCode, r.Stdout, r.Stderr)
 	}
+	if len(r.ToolCalls) != 2+1000 {
+		t.Errorf("%d tool_calls listed, want the 2 allowed and 1000 more", len(r.ToolCalls))
+	}
 	var kinds []string
 	for _, v := range r.Violations {
-		kinds = append(kinds, v.Kind+": "+v.Reason)
+		kinds = append(kinds, fmt.Sprintf("%s (%d): %s", v.Kind, v.Count, v.Reason))
 	}
-	if len(kinds) != 2 || !strings.Contains(kinds[0]+kinds[1], "2 tool calls") || !strings.Contains(kinds[0]+kinds[1], "channel was closed") {
+	if len(kinds) != 2 || !strings.HasPrefix(kinds[0], "limit (1101): ") || !strings.Contains(kinds[0]+kinds[1], "2 tool calls") || !strings.Contains(kinds[0]+kinds[1], "channel was closed") {
 		t.Errorf("violations: %q", kinds)
 	}
 }
