@@ -47,6 +47,9 @@ type PoolOptions struct {
 	Idle     time.Duration // a ready jail older than this is destroyed
 	InFlight int           // executions at once; more wait their turn
 	Audit    *audit.Writer
+	// Tools, if not nil, gives each execution a tools channel to its
+	// bridge; the pool does not close it.
+	Tools *Tools
 }
 
 // PoolStats say what a pool has done, for metrics.
@@ -197,11 +200,15 @@ func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
 	r, wr := io.Pipe()
 	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel, done: make(chan struct{})}
-	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit}, true)
+	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools}, true)
 	w.x.spec.Begin = w.begin
 	// Attached here, not in the goroutine: Run's begin reads what attach
 	// sets. (It only compiles the policy; the network is built in the jail.)
-	if w.err = w.x.attach(&p.cfg.Network); w.err != nil {
+	if w.err = w.x.err; w.err == nil {
+		w.err = w.x.attach(&p.cfg.Network)
+	}
+	if w.err != nil {
+		w.x.release()
 		p.stats.failed.Add(1)
 		_ = r.Close()
 		close(w.done)
@@ -211,6 +218,7 @@ func (p *Pool) start() *warmJail {
 	go func() {
 		defer p.wg.Done()
 		w.res, w.err = jail.Run(ctx, w.x.spec)
+		w.x.release() // a jail that expired unused has no finish to do it
 		var se *jail.SetupError
 		if errors.As(w.err, &se) {
 			p.stats.failed.Add(1)

@@ -240,3 +240,51 @@ func cgroupsOf(pid int) []string {
 	}
 	return found
 }
+
+// A pool's executions get tools channels of their own to one bridge; the
+// channels of jails that expired unused are closed with them.
+func TestPoolTools(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	node := testenv.NeedTool(t, "node")
+	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(main); err != nil {
+		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
+	}
+	fds := func() int {
+		d, _ := os.ReadDir("/proc/self/fd")
+		return len(d)
+	}
+	before := fds()
+	cfg, err := config.Parse([]byte("servers:\n  ev:\n    command: "+node+"\n    args: ["+main+"]\ntools: {max_calls: 1}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := NewTools(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPool(cfg, "ts", PoolOptions{Size: 2, Idle: 200 * time.Millisecond, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		// Each execution has its own session: its one call is allowed.
+		src := fmt.Sprintf(`export default [await tools.ev.echo({ message: "%d" }), await tools.ev.echo({}).catch((e) => e.kind)];`, i)
+		r, err := p.Run(context.Background(), []byte(src), "main.ts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`["Echo: %d","limit"]`, i); string(r.Result) != want || len(r.ToolCalls) != 2 || len(r.Violations) != 1 {
+			t.Errorf("execution %d: %s, want %s; %+v", i, r.Result, want, r)
+		}
+		time.Sleep(500 * time.Millisecond) // the ready jails expire, unused
+	}
+	expired := p.Stats().Expired
+	p.Close()
+	tools.Close()
+	// A channel left open holds two descriptors until the collector finds
+	// it (some are found by then: the count is no exact measure of a leak).
+	if after := fds(); expired > 0 && after > before {
+		t.Errorf("%d descriptors open before the pool, %d after it (%d jails expired): tools channels left open", before, after, expired)
+	}
+}

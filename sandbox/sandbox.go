@@ -159,11 +159,7 @@ func (x *execution) run(ctx context.Context, cfg *config.Config) (*Result, error
 // finish turns the jail's result into the caller's, and records the
 // execution and its violations in the audit trail.
 func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
-	if x.tools != nil {
-		// The command is gone: its calls still running are cancelled, and
-		// the channel's record is final.
-		x.tools.stop()
-	}
+	x.release()
 	if err != nil {
 		x.ev.Error = err.Error()
 		_ = x.audit.Log(x.ev)
@@ -198,6 +194,15 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 		out.Result, out.Error = o.Result, o.Error
 	}
 	return out, nil
+}
+
+// release ends what the execution holds besides its jail, once the jail is
+// gone: its tools channel, whose calls still running are cancelled and whose
+// record is then final.
+func (x *execution) release() {
+	if x.tools != nil {
+		x.tools.stop()
+	}
 }
 
 // programSpec is the jail that runs a program.

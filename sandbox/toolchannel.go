@@ -103,6 +103,7 @@ type toolChannel struct {
 	wmu sync.Mutex // one response line at a time
 
 	mu         sync.Mutex
+	stopped    bool
 	exec       string
 	calls      []ToolCall
 	violations []violation.Violation
@@ -141,8 +142,11 @@ func newToolChannel(t *Tools, spec *jail.Spec, w *audit.Writer) (*toolChannel, e
 // is called; the calls are the execution exec's.
 func (c *toolChannel) serve(exec string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return // a warm jail that died before its work came
+	}
 	c.exec = exec
-	c.mu.Unlock()
 	c.done.Add(1)
 	go func() {
 		defer c.done.Done()
@@ -151,8 +155,12 @@ func (c *toolChannel) serve(exec string) {
 }
 
 // stop ends the channel: calls still running are cancelled and answered
-// (to no one), and once it returns the calls and violations are final.
+// (to no one), and once it returns the calls and violations are final. It
+// may be called more than once, and at once.
 func (c *toolChannel) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
 	c.cancel()
 	c.conn.Close()
 	c.peer.Close()
