@@ -6,7 +6,10 @@
 // server) imports sandbox, config and audit, and never jail, egress or a
 // single language's package. Executions ([Exec], [Run], [Pool]) return a
 // [Result]; a layer that cannot be set up returns a [SetupError]; [Diagnose]
-// is `crucible doctor`; [Hook] starts the jail's own processes.
+// is `crucible doctor`; [Hook] starts the jail's own processes. [Tools] is
+// the tool bridge of one process, which the caller makes once from the
+// configuration, hands to each execution (in [Options] or [PoolOptions]),
+// and closes: each execution gets a private tools channel to it.
 package sandbox
 
 import (
