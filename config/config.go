@@ -11,12 +11,14 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 	"net/url"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -74,38 +76,40 @@ func KeyPath(path string, i int, key string) string {
 // address must be public. The rule syntax is checked when the file is loaded
 // (see the README's Network section).
 type Network struct {
+	// (omitempty: as for Server, so that a jailed server's network
+	// encodes and parses back to the same thing.)
 	// Allow lists the names, wildcards (*.example.com, not the apex), literal
 	// addresses and CIDRs that may be reached, each optionally with :port;
 	// without a port, 80 and 443.
-	Allow []string `yaml:"allow"`
+	Allow []string `yaml:"allow,omitempty"`
 	// Deny wins over Allow and AllowAll; without a port, every port.
-	Deny []string `yaml:"deny"`
+	Deny []string `yaml:"deny,omitempty"`
 	// DenyReasons maps a Deny rule, as written, to the reason the code is
 	// told.
-	DenyReasons map[string]string `yaml:"deny_reasons"`
+	DenyReasons map[string]string `yaml:"deny_reasons,omitempty"`
 	// AllowAll allows every public name on every port. Private and metadata
 	// addresses, DNS, SNI/Host matching and the limits stay in force.
-	AllowAll bool `yaml:"allow_all"`
+	AllowAll bool `yaml:"allow_all,omitempty"`
 	// AllowPrivate lists internal CIDRs that resolved addresses may be in
 	// (off by default; metadata addresses stay blocked even then).
-	AllowPrivate []string `yaml:"allow_private"`
+	AllowPrivate []string `yaml:"allow_private,omitempty"`
 	// Hosts pins a name to an address instead of DNS; an entry does not
 	// allow the name, and its address must pass the private-address check.
-	Hosts map[string]string `yaml:"hosts"`
+	Hosts map[string]string `yaml:"hosts,omitempty"`
 	// Resolver is the DNS server ("ip:port") that Crucible itself uses to
 	// resolve allowed names. Default: the host's resolver. The code's own
 	// DNS questions never reach it.
-	Resolver string `yaml:"resolver"`
+	Resolver string `yaml:"resolver,omitempty"`
 	// MaxConnections bounds the TCP connections open at once.
 	// Default 64; 1 to 4096.
-	MaxConnections int `yaml:"max_connections"`
+	MaxConnections int `yaml:"max_connections,omitempty"`
 	// MaxBytesOut and MaxBytesIn bound what one execution sends and
 	// receives in total. Defaults 64MiB and 1GiB; at least 1KiB.
-	MaxBytesOut ByteSize `yaml:"max_bytes_out"`
-	MaxBytesIn  ByteSize `yaml:"max_bytes_in"`
+	MaxBytesOut ByteSize `yaml:"max_bytes_out,omitempty"`
+	MaxBytesIn  ByteSize `yaml:"max_bytes_in,omitempty"`
 	// IdleTimeout closes a connection with no traffic either way.
 	// Default 60s; more than 0, at most 24h.
-	IdleTimeout Duration `yaml:"idle_timeout"`
+	IdleTimeout Duration `yaml:"idle_timeout,omitempty"`
 }
 
 // Enabled reports whether the code gets a network beyond its loopback.
@@ -175,6 +179,64 @@ type Server struct {
 	Group string `yaml:"group,omitempty"`
 	// Timeout bounds each call. 0 (the default) means 30s; at most 24h.
 	Timeout Duration `yaml:"timeout,omitempty"`
+
+	// Jail runs a stdio server in a long-lived jail of its own, like an
+	// execution's, with an empty environment plus Env. The settings below
+	// are for such a server only.
+	Jail bool `yaml:"jail,omitempty"`
+	// RO lists the host paths bound read-only into the server's jail
+	// (beside /usr and the command itself): its scripts, node_modules,
+	// data. Each follows the rules of sandbox.ro.
+	RO []string `yaml:"ro,omitempty"`
+	// Network is what the jailed server may reach: the keys of the
+	// top-level network section, whose defaults its limits take. Default
+	// nothing: the jail has only its loopback.
+	Network Network `yaml:"network,omitempty"`
+	// Limits bound the server's jail; it has no timeout (it lives until
+	// Crucible stops it).
+	Limits ServerLimits `yaml:"limits,omitempty"`
+}
+
+// ServerLimits bound a jailed server's jail. Zero values take the defaults
+// and bounds of the sandbox section's keys of the same names.
+type ServerLimits struct {
+	Memory ByteSize `yaml:"memory,omitempty"`
+	Pids   int      `yaml:"pids,omitempty"`
+	CPUs   float64  `yaml:"cpus,omitempty"`
+}
+
+// JailLimits are the limits of s's jail, the defaults filled in.
+func (s *Server) JailLimits() ServerLimits {
+	l, d := s.Limits, Default().Sandbox
+	if l.Memory == 0 {
+		l.Memory = d.Memory
+	}
+	if l.Pids == 0 {
+		l.Pids = d.Pids
+	}
+	if l.CPUs == 0 {
+		l.CPUs = d.CPUs
+	}
+	return l
+}
+
+// JailNetwork is the network of s's jail: its network section, with the
+// limits it leaves out at the top-level section's defaults.
+func (s *Server) JailNetwork() Network {
+	n, d := s.Network, Default().Network
+	if n.MaxConnections == 0 {
+		n.MaxConnections = d.MaxConnections
+	}
+	if n.MaxBytesOut == 0 {
+		n.MaxBytesOut = d.MaxBytesOut
+	}
+	if n.MaxBytesIn == 0 {
+		n.MaxBytesIn = d.MaxBytesIn
+	}
+	if n.IdleTimeout == 0 {
+		n.IdleTimeout = d.IdleTimeout
+	}
+	return n
 }
 
 // ToolFilter selects a server's tools by name with globs (* any run, ?
@@ -266,6 +328,9 @@ func validateServer(name string, s *Server) error {
 			return fieldErrorf(key("headers"), "is for a url; a command server takes env")
 		}
 	}
+	if err := validateJail(at, s); err != nil {
+		return err
+	}
 	for _, l := range []struct {
 		k     string
 		globs []string
@@ -278,6 +343,51 @@ func validateServer(name string, s *Server) error {
 	}
 	if s.Timeout < 0 || time.Duration(s.Timeout) > maxTimeout {
 		return fieldErrorf(key("timeout"), "must be at most 24h (0 means 30s), not %v", s.Timeout)
+	}
+	return nil
+}
+
+// validateJail checks the settings of a jailed server, and that a server
+// without a jail has none.
+func validateJail(at string, s *Server) error {
+	key := func(k string) string { return at + "." + k }
+	if !s.Jail {
+		for _, f := range []struct {
+			k   string
+			set bool
+		}{{"ro", s.RO != nil}, {"network", !reflect.ValueOf(s.Network).IsZero()}, {"limits", s.Limits != ServerLimits{}}} {
+			if f.set {
+				return fieldErrorf(key(f.k), "is for a jailed server: add jail: true (a stdio server only)")
+			}
+		}
+		return nil
+	}
+	if s.URL != "" {
+		return fieldErrorf(key("jail"), "is for a stdio server (a command); a url server runs elsewhere")
+	}
+	for i, p := range s.RO {
+		if err := hostPath(p); err != nil {
+			return fieldErrorf(fmt.Sprintf("%s[%d]", key("ro"), i), "%v", err)
+		}
+	}
+	n := s.JailNetwork()
+	if err := n.validate(); err != nil {
+		// The same checks as the top-level section's, named by this key.
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			fe.path = key(fe.path)
+		}
+		return err
+	}
+	l := s.JailLimits()
+	sb := Default().Sandbox
+	sb.Memory, sb.Pids, sb.CPUs = l.Memory, l.Pids, l.CPUs
+	if err := sb.validate(); err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			fe.path = key("limits." + strings.TrimPrefix(fe.path, "sandbox."))
+		}
+		return err
 	}
 	return nil
 }
@@ -442,6 +552,9 @@ func (c *Config) Normalize() {
 	clean(&c.Audit.File)
 	for name, s := range c.Servers {
 		clean(&s.Cwd)
+		for i := range s.RO {
+			clean(&s.RO[i])
+		}
 		c.Servers[name] = s
 	}
 }

@@ -219,7 +219,10 @@ func TestLoadFull(t *testing.T) {
 		"github": {Command: "/usr/local/bin/github-mcp-server", Args: []string{"stdio", "--read-only"},
 			Env: map[string]string{"GITHUB_TOKEN": "ghp_example"}, Cwd: "/srv/mcp/github",
 			Tools: ToolFilter{Allow: []string{"get_*", "search_issues"}, Deny: []string{"get_secret"}},
-			Group: "private", Timeout: Duration(10 * time.Second)},
+			Group: "private", Timeout: Duration(10 * time.Second),
+			Jail: true, RO: []string{"/srv/mcp/github"},
+			Network: Network{Allow: []string{"api.github.com"}, MaxConnections: 8},
+			Limits:  ServerLimits{Memory: 256 * MiB, Pids: 64, CPUs: 0.5}},
 		"docs": {URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer example"}},
 	}
 	if !reflect.DeepEqual(c.Servers, wantServers) {
@@ -232,7 +235,8 @@ func TestLoadFull(t *testing.T) {
 	// Every field is set away from its default, so the example exercises
 	// every field's decoder.
 	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}, {c.Tools, Default().Tools},
-		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Group: "x", Timeout: 1}}} {
+		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Group: "x", Timeout: 1,
+			Jail: true, RO: []string{}, Network: Network{MaxConnections: 1}, Limits: ServerLimits{Pids: 1}}}} {
 		got, def := reflect.ValueOf(sec[0]), reflect.ValueOf(sec[1])
 		for i := range got.NumField() {
 			if reflect.DeepEqual(got.Field(i).Interface(), def.Field(i).Interface()) {
@@ -274,7 +278,19 @@ func TestParseErrors(t *testing.T) {
 		{"sandbx:\n  memory: 1GiB\n", `c.yaml:1: unknown key "sandbx"`},
 		{"# comment\n\ntoolz: {}\n", `c.yaml:3: unknown key "toolz"`},
 		// Servers and tools.
-		{"servers:\n  gh:\n    command: x\n    jail: true\n", `c.yaml:4: unknown key "jail" in servers["gh"]`},
+		{"servers:\n  gh:\n    command: x\n    jial: true\n", `c.yaml:4: unknown key "jial" in servers["gh"]`},
+		{"servers:\n  gh:\n    url: http://a/\n    jail: true\n", `c.yaml:4: servers["gh"].jail: is for a stdio server (a command); a url server runs elsewhere`},
+		{"servers:\n  gh:\n    command: x\n    ro: [/opt]\n", `c.yaml:4: servers["gh"].ro: is for a jailed server: add jail: true (a stdio server only)`},
+		{"servers:\n  gh:\n    command: x\n    network: {allow: [a.test]}\n", `c.yaml:4: servers["gh"].network: is for a jailed server: add jail: true (a stdio server only)`},
+		{"servers:\n  gh:\n    command: x\n    limits: {pids: 20}\n", `c.yaml:4: servers["gh"].limits: is for a jailed server: add jail: true (a stdio server only)`},
+		{"servers:\n  gh:\n    command: x\n    jail: true\n    ro: [opt]\n", `c.yaml:5: servers["gh"].ro[0]: "opt" is not an absolute path`},
+		{"servers:\n  gh:\n    command: x\n    jail: true\n    ro: [/proc/1]\n", `c.yaml:5: servers["gh"].ro[0]: "/proc/1" is inside /proc, which must not be mounted into the sandbox`},
+		{"servers:\n  gh:\n    command: x\n    jail: true\n    network:\n      max_connections: 5000\n", `c.yaml:6: servers["gh"].network.max_connections: must be between 1 and 4096, not 5000`},
+		{"servers:\n  gh:\n    command: x\n    jail: true\n    network:\n      resolver: x\n", `c.yaml:6: servers["gh"].network.resolver: "x" is not ip:port (e.g. 1.1.1.1:53 or [::1]:53)`},
+		{"servers:\n  gh:\n    command: x\n    jail: true\n    network: {alow: [a]}\n", `c.yaml:5: unknown key "alow" in servers["gh"].network`},
+		{"servers:\n  gh:\n    command: x\n    jail: true\n    limits:\n      pids: 5\n", `c.yaml:6: servers["gh"].limits.pids: must be between 16 and 65536, not 5 (the jail's own processes count too)`},
+		{"servers:\n  gh:\n    command: x\n    jail: true\n    limits:\n      memory: 1MiB\n", `c.yaml:6: servers["gh"].limits.memory: must be at least 16MiB, not 1MiB`},
+		{"servers:\n  gh:\n    command: x\n    jail: true\n    limits: {timeout: 1s}\n", `c.yaml:5: unknown key "timeout" in servers["gh"].limits`},
 		{"servers:\n  my-gh:\n    command: x\n", `c.yaml:2: servers["my-gh"]: the name must be an identifier: letters, digits and _, not starting with a digit`},
 		{"servers:\n  gh:\n    args: [x]\n", `c.yaml:2: servers["gh"]: needs a command (a stdio server) or a url (a Streamable HTTP server)`},
 		{"servers:\n  gh:\n", `c.yaml:2: servers["gh"]: needs a command (a stdio server) or a url (a Streamable HTTP server)`},
