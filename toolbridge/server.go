@@ -177,7 +177,20 @@ func (s *server) start(done chan struct{}) {
 	defer cancel()
 	var stderr *tail
 	var t mcp.Transport
-	if s.cfg.Command != "" {
+	var proc *process
+	if s.cfg.Start != nil {
+		stderr = &tail{}
+		var err error
+		if proc, err = startProcess(s.life, s.cfg.Start, stderr); err != nil {
+			s.mu.Lock()
+			s.fail(errors.New(s.redact.Replace(err.Error())))
+			close(done)
+			s.starting = nil
+			s.mu.Unlock()
+			return
+		}
+		t = &mcp.IOTransport{Reader: proc.Stdout, Writer: proc}
+	} else if s.cfg.Command != "" {
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 		// The server's environment is its own settings and nothing else:
 		// a nil Env would hand it Crucible's.
@@ -198,6 +211,14 @@ func (s *server) start(done chan struct{}) {
 		}
 	}
 	sess, err := s.client.Connect(ctx, t, nil)
+	if err != nil && proc != nil {
+		// The process's own account (a jail that could not be set up)
+		// says more than the closed pipe the client saw.
+		_ = proc.Close()
+		if perr := proc.err; perr != nil {
+			err = perr
+		}
+	}
 	s.mu.Lock()
 	defer func() {
 		close(done)
@@ -258,6 +279,50 @@ func (s *server) close() {
 	if sess != nil {
 		_ = sess.Close()
 	}
+}
+
+// process is a server that a Server's Start started, as the writing half
+// of its MCP connection: closing it stops the process as the SDK stops a
+// command (stdin closed, a grace period, then the end of its context).
+type process struct {
+	*Process
+	kill context.CancelFunc
+	done chan struct{} // closed when Wait has returned
+	err  error         // Wait's, once done is closed
+	once sync.Once
+}
+
+func startProcess(life context.Context, start func(context.Context, io.Writer) (*Process, error), stderr io.Writer) (*process, error) {
+	ctx, kill := context.WithCancel(life)
+	p, err := start(ctx, stderr)
+	if err != nil {
+		kill()
+		return nil, err
+	}
+	proc := &process{Process: p, kill: kill, done: make(chan struct{})}
+	go func() {
+		proc.err = p.Wait()
+		close(proc.done)
+	}()
+	return proc, nil
+}
+
+func (p *process) Write(b []byte) (int, error) { return p.Stdin.Write(b) }
+
+// Close stops the process and waits until it has ended.
+func (p *process) Close() error {
+	p.once.Do(func() {
+		_ = p.Stdin.Close()
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-p.done:
+		case <-t.C:
+		}
+		p.kill()
+		<-p.done
+	})
+	return nil
 }
 
 // tools lists the server's tools that its policy allows.

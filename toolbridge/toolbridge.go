@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -49,6 +50,13 @@ type Server struct {
 	Env map[string]string
 	// Dir is the stdio server's working directory; "" is Crucible's.
 	Dir string
+	// Start, if not nil, starts a stdio server's process in place of the
+	// bridge running Command itself: the sandbox passes one that runs the
+	// server in a jail, of which the bridge knows nothing. Command, Args,
+	// Env and Dir then only say what to redact. The process must end when
+	// ctx is done; its standard error is to go to stderr, whose last line
+	// the bridge reports when the server fails to start.
+	Start func(ctx context.Context, stderr io.Writer) (*Process, error)
 
 	// URL is a Streamable HTTP endpoint; Headers go with every request
 	// (an Authorization header, say), and their values are redacted like
@@ -57,6 +65,17 @@ type Server struct {
 	Headers map[string]string
 
 	Policy Policy
+}
+
+// Process is a stdio server that a [Server]'s Start started.
+type Process struct {
+	Stdin  io.WriteCloser // closing it asks the server to exit
+	Stdout io.ReadCloser  // ends when the server has exited
+	// Wait waits for the server to exit and for what it held to be
+	// released; it is called once. Its error, if any, says why the server
+	// could not run or ended (a jail that could not be set up, a limit),
+	// in words safe to show the code.
+	Wait func() error
 }
 
 // Policy is what the code may do with one server.
