@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/netpolicy"
 	"github.com/cruciblehq/crucible/toolbridge"
 )
 
@@ -26,7 +30,7 @@ func toolOptions(cfg *config.Config) toolbridge.Options {
 		},
 	}
 	for name, s := range cfg.Servers {
-		o.Servers[name] = toolbridge.Server{
+		srv := toolbridge.Server{
 			Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd,
 			URL: s.URL, Headers: s.Headers,
 			Policy: toolbridge.Policy{
@@ -35,21 +39,43 @@ func toolOptions(cfg *config.Config) toolbridge.Options {
 				Timeout: time.Duration(s.Timeout), // 0: the bridge's default
 			},
 		}
+		if s.Jail {
+			srv.Start = serverStart(name, s, cfg.Sandbox.AllowDegraded)
+		}
+		o.Servers[name] = srv
 	}
 	return o
 }
 
 // checkServers checks what config cannot: that each server's name works as
-// a name in every language's tools API.
+// a name in every language's tools API, and that a jailed server's ro paths
+// exist and its network rules compile.
 func checkServers(cfg *config.Config) error {
-	for name := range cfg.Servers {
+	fail := func(path, format string, args ...any) error {
+		msg := path + ": " + fmt.Sprintf(format, args...)
+		if where := cfg.Where(path); where != "" {
+			msg = where + ": " + msg
+		}
+		return errors.New(msg)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
+		s := cfg.Servers[name]
+		at := config.KeyPath("servers", -1, name)
 		if why := toolbridge.ServerNameOK(name); why != "" {
-			path := config.KeyPath("servers", -1, name)
-			msg := fmt.Sprintf("%s: the name %s", path, why)
-			if where := cfg.Where(path); where != "" {
-				msg = where + ": " + msg
+			return fail(at, "the name %s", why)
+		}
+		for i, p := range s.RO {
+			if _, err := os.Stat(p); err != nil {
+				return fail(config.KeyPath(at+".ro", i, ""), "%v", err)
 			}
-			return errors.New(msg)
+		}
+		n := s.JailNetwork()
+		if _, err := NetworkPolicy(&n); err != nil {
+			var re *netpolicy.RuleError
+			if errors.As(err, &re) {
+				return fail(config.KeyPath(at+".network."+re.List, re.Index, re.Rule), "%q: %v", re.Rule, re.Err)
+			}
+			return fail(at, "%v", err)
 		}
 	}
 	return nil

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TypeScript in one jail calls server-everything running in a jail of its
+// own: the answer comes back, and neither the host's environment nor the
+// server's own env reaches the code.
+func TestRunJailedServer(t *testing.T) {
+	requireRoot(t)
+	const hostCanary = "host-canary-a41f07"
+	t.Setenv("CRUCIBLE_HOST_CANARY", hostCanary)
+	nm, _ := filepath.Abs("../../node_modules")
+	cfg, _ := everythingConfig(t, "    jail: true\n    ro: ["+nm+"]\n")
+	r := runJSON(t, `const echo = await tools.ev.echo({message: "from a jail"});
+const env = await tools.call("ev", "get-env", {});
+export default {echo, names: Object.keys(env).sort()};
+`, "--lang", "ts", "--config", cfg, "-")
+	var got struct {
+		Echo  string
+		Names []string
+	}
+	if err := json.Unmarshal(r.Result, &got); err != nil || r.Error != nil {
+		t.Fatalf("%v: %s %+v", err, r.Result, r.Error)
+	}
+	if got.Echo != "Echo: from a jail" || strings.Join(got.Names, ",") != "API_TOKEN" {
+		t.Errorf("got %+v; want the echo, and the server's environment its env only", got)
+	}
+	if out, _ := json.Marshal(r); strings.Contains(string(out), hostCanary) || strings.Contains(string(out), toolCanary) {
+		t.Errorf("a canary reached the code: %s", out)
+	}
+	if len(r.ToolCalls) != 2 || !r.ToolCalls[0].OK || !r.ToolCalls[1].OK {
+		t.Errorf("tool_calls: %+v", r.ToolCalls)
+	}
+}
