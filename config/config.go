@@ -164,7 +164,8 @@ type Server struct {
 	// what the server returns.
 	Env map[string]string `yaml:"env,omitempty"`
 	// Cwd is the command's working directory, an absolute path; "" is
-	// Crucible's own.
+	// Crucible's own. With Jail, it is a path inside the jail ("" is its
+	// /workspace).
 	Cwd string `yaml:"cwd,omitempty"`
 	// URL is an http or https Streamable HTTP endpoint; Headers go with
 	// each request and are redacted like Env.
