@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,9 +20,10 @@ import (
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
-// readServer is a minimal MCP server in JavaScript, for node: its one tool,
-// read, returns the text of a file, or the error of reading it. It speaks
-// the protocol itself, so that it needs nothing but node and this file.
+// readServer is a minimal MCP server in JavaScript, for node: its tool read
+// returns the text of a file, or the error of reading it; fetch, the body
+// at an http URL, or the error of getting it. It speaks the protocol
+// itself, so that it needs nothing but node and this file.
 const readServer = `const fs = require("fs");
 let buf = "";
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
@@ -36,6 +40,14 @@ process.stdin.on("data", (d) => {
       result = {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}}, serverInfo: {name: "read", version: "1"}};
     } else if (m.method === "tools/list") {
       result = {tools: [{name: "read", inputSchema: {type: "object", properties: {path: {type: "string"}}}}]};
+    } else if (m.method === "tools/call" && m.params.name === "fetch") {
+      const answer = (text) => send({jsonrpc: "2.0", id: m.id, result: {content: [{type: "text", text}]}});
+      require("http").get(m.params.arguments.url, (res) => {
+        let body = "";
+        res.on("data", (d) => body += d);
+        res.on("end", () => answer(body));
+      }).on("error", (e) => answer("cannot fetch: " + e.code));
+      continue;
     } else if (m.method === "tools/call") {
       let text;
       try { text = fs.readFileSync(m.params.arguments.path, "utf8"); } catch (e) { text = "cannot read: " + e.code; }
@@ -320,6 +332,58 @@ func TestCheckConfigJailedServer(t *testing.T) {
 		}
 		if err := CheckConfig(cfg); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("CheckConfig = %v; want %s...", err, want)
+		}
+	}
+}
+
+// A jailed server reaches what its own network section allows, and the
+// host's loopback never: its 127.0.0.1 is its jail's.
+func TestJailedServerNetwork(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails with a network")
+	node := testenv.NeedTool(t, "node")
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from %s", r.Host)
+	}))
+	defer hs.Close()
+	port := hs.Listener.Addr().(*net.TCPAddr).Port
+	dir := publicDir(t)
+	script := filepath.Join(dir, "read.js")
+	if err := os.WriteFile(script, []byte(readServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools := jailedTools(t, fmt.Sprintf(`
+servers:
+  net:
+    command: %[1]s
+    args: [%[2]s]
+    jail: true
+    ro: [%[3]s]
+    network:
+      allow: ["svc.test:%[4]d"]
+      hosts: {svc.test: 127.0.0.1}
+      allow_private: [127.0.0.0/8]
+  nonet:
+    command: %[1]s
+    args: [%[2]s]
+    jail: true
+    ro: [%[3]s]
+`, node, script, dir, port))
+	s := tools.bridge.NewSession()
+	fetch := func(server, url string) string {
+		out, err := s.Call(toolCtx(t), server, "fetch", fmt.Appendf(nil, `{"url": %q}`, url))
+		if err != nil {
+			t.Fatalf("%s fetch %s: %v", server, url, err)
+		}
+		return string(out)
+	}
+	svc := fmt.Sprintf("http://svc.test:%d/", port)
+	if got, want := fetch("net", svc), fmt.Sprintf(`"hello from svc.test:%d"`, port); got != want {
+		t.Errorf("the allowed name: %s; want %s", got, want)
+	}
+	loop := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	for _, server := range []string{"net", "nonet"} {
+		if got := fetch(server, loop); got != `"cannot fetch: ECONNREFUSED"` {
+			t.Errorf("%s reached the host's loopback: %s", server, got)
 		}
 	}
 }
