@@ -1,0 +1,154 @@
+// Command tools measures one tool call made from code in a `crucible run`
+// jail, through the tools channel and the bridge, against the same call
+// made directly by an SDK client in the benchmark's own process, in one run:
+//
+//   - bridge: a TypeScript program calls server-everything's echo -n times
+//     in a loop and times each call with performance.now() (the server's
+//     start and the program's are not counted: one call before the loop
+//     starts the server).
+//   - direct: a Go SDK client of the benchmark's own, on its own
+//     server-everything process (the same program, started the same way),
+//     times -n calls of echo.
+//
+// The two sides alternate, -runs times each, so that drift in the machine's
+// speed hits both alike; it prints p50 and p99 of each, their difference
+// and their ratio. With -jail, the bridge's server runs in a jail of its
+// own (jail: true) and the direct one does not.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cruciblehq/crucible/bench/internal/timing"
+)
+
+// program is the code in the jail; %d is the number of timed calls.
+const program = `await tools.ev.echo({message: "start"});
+const ms = [];
+for (let i = 0; i < %d; i++) {
+  const t = performance.now();
+  await tools.ev.echo({message: "hello"});
+  ms.push(performance.now() - t);
+}
+export default ms;
+`
+
+func main() {
+	crucible := flag.String("crucible", "/tmp/crucible", "the crucible binary")
+	everything := flag.String("everything", "node_modules/@modelcontextprotocol/server-everything/dist/index.js", "server-everything's main script")
+	n := flag.Int("n", 200, "timed calls per run")
+	runs := flag.Int("runs", 5, "runs per side")
+	jailed := flag.Bool("jail", false, "run the bridge's server in a jail of its own")
+	flag.Parse()
+	if err := bench(*crucible, *everything, *n, *runs, *jailed); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/tools:", err)
+		os.Exit(1)
+	}
+}
+
+func bench(crucible, everything string, n, runs int, jailed bool) error {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return err
+	}
+	main, err := filepath.Abs(everything)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bench-tools-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg := fmt.Sprintf("servers:\n  ev:\n    command: %s\n    args: [%s]\n", node, main)
+	if jailed {
+		nm := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(main)))) // node_modules
+		cfg += fmt.Sprintf("    jail: true\n    ro: [%s]\n", nm)
+	}
+	cfg += fmt.Sprintf("tools: {max_calls: %d}\n", n+1)
+	cfgPath := filepath.Join(dir, "crucible.yaml")
+	prog := filepath.Join(dir, "calls.ts")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(prog, fmt.Appendf(nil, program, n), 0o644); err != nil {
+		return err
+	}
+
+	ctx := context.Background()
+	cmd := exec.Command(node, main)
+	cmd.Env = []string{}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("the direct server: %w", err)
+	}
+	defer func() { _ = sess.Close() }()
+	echo := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello"}}
+	if _, err := sess.CallTool(ctx, echo); err != nil {
+		return err
+	}
+
+	var bridge, direct []float64 // ms
+	var runErr error
+	timing.Alternate([]string{"bridge", "direct"}, runs, func(side string) {
+		if runErr != nil {
+			return
+		}
+		if side == "direct" {
+			for range n {
+				t := time.Now()
+				if _, err := sess.CallTool(ctx, echo); err != nil {
+					runErr = err
+					return
+				}
+				direct = append(direct, float64(time.Since(t).Nanoseconds())/1e6)
+			}
+			return
+		}
+		out, err := exec.Command(crucible, "run", "--json", "--config", cfgPath, prog).Output()
+		if err != nil {
+			runErr = fmt.Errorf("crucible run: %w", err)
+			return
+		}
+		var r struct {
+			Result []float64
+			Error  any
+		}
+		if err := json.Unmarshal(out, &r); err != nil || len(r.Result) != n {
+			runErr = fmt.Errorf("crucible run: %v: %.300s", err, out)
+			return
+		}
+		bridge = append(bridge, r.Result...)
+	})
+	if runErr != nil {
+		return runErr
+	}
+	slices.Sort(bridge)
+	slices.Sort(direct)
+	server := "not jailed"
+	if jailed {
+		server = "jailed"
+	}
+	fmt.Printf("echo, %d runs of %d calls per side (bridge's server %s)\n", runs, n, server)
+	fmt.Printf("  %-8s %9s %9s\n", "", "p50", "p99")
+	for _, s := range []struct {
+		name string
+		ms   []float64
+	}{{"bridge", bridge}, {"direct", direct}} {
+		fmt.Printf("  %-8s %6.3f ms %6.3f ms\n", s.name, timing.Pct(s.ms, 50), timing.Pct(s.ms, 99))
+	}
+	b50, b99, d50, d99 := timing.Pct(bridge, 50), timing.Pct(bridge, 99), timing.Pct(direct, 50), timing.Pct(direct, 99)
+	fmt.Printf("  bridge - direct: p50 %+.3f ms, p99 %+.3f ms; ratio p50 %.2f, p99 %.2f\n", b50-d50, b99-d99, b50/d50, b99/d99)
+	return nil
+}
