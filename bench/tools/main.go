@@ -125,8 +125,12 @@ func bench(crucible, everything string, n, runs int, jailed bool) error {
 			Result []float64
 			Error  any
 		}
-		if err := json.Unmarshal(out, &r); err != nil || len(r.Result) != n {
-			runErr = fmt.Errorf("crucible run: %v: %.300s", err, out)
+		if err := json.Unmarshal(out, &r); err != nil {
+			runErr = fmt.Errorf("crucible run: %w: %.300s", err, out)
+			return
+		}
+		if len(r.Result) != n {
+			runErr = fmt.Errorf("crucible run: %d times, not %d: %.300s", len(r.Result), n, out)
 			return
 		}
 		bridge = append(bridge, r.Result...)
