@@ -37,3 +37,30 @@ export default {echo, names: Object.keys(env).sort()};
 		t.Errorf("tool_calls: %+v", r.ToolCalls)
 	}
 }
+
+// Rootless, a jailed server runs the same (its jail degraded where the
+// operator allows: here, no cgroup); a jailed server with a network is
+// refused, naming the layer and the fix.
+func TestRootlessJailedServer(t *testing.T) {
+	requireRoot(t) // to become nobody
+	bin := buildCrucible(t)
+	nm, _ := filepath.Abs("../../node_modules")
+	cfg, dir := everythingConfig(t, "    jail: true\n    ro: ["+nm+"]\n"+
+		"  netted:\n    command: /usr/bin/node\n    args: [/nowhere.js]\n    jail: true\n    network: {allow: [example.com]}\n")
+	prog := program(t, dir, "p.ts", `
+const netted = await tools.call("netted", "echo", {}).then(() => "no error", (e) => e.message);
+export default { echo: await tools.ev.echo({ message: "rootless" }), netted };
+`)
+	code, out, errs := runAs(t, bin, nobody, "run", "--json", "--allow-degraded", "cgroup", "--config", cfg, prog)
+	var r struct{ Result json.RawMessage }
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	var got struct{ Echo, Netted string }
+	if err := json.Unmarshal(r.Result, &got); err != nil {
+		t.Fatalf("%v: %s", err, r.Result)
+	}
+	if got.Echo != "Echo: rootless" || !strings.Contains(got.Netted, "tool server netted is not available: jail: network: the sandbox network needs root (fix: ") {
+		t.Errorf("%+v", got)
+	}
+}
