@@ -21,7 +21,8 @@ import (
 )
 
 // readServer is a minimal MCP server in JavaScript, for node: its tool read
-// returns the text of a file, or the error of reading it; fetch, the body
+// returns the text of a file, or the error of reading it; whereami, the
+// path of this script; fetch, the body
 // at an http URL, or the error of getting it. It speaks the protocol
 // itself, so that it needs nothing but node and this file.
 const readServer = `const fs = require("fs");
@@ -40,6 +41,8 @@ process.stdin.on("data", (d) => {
       result = {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}}, serverInfo: {name: "read", version: "1"}};
     } else if (m.method === "tools/list") {
       result = {tools: [{name: "read", inputSchema: {type: "object", properties: {path: {type: "string"}}}}]};
+    } else if (m.method === "tools/call" && m.params.name === "whereami") {
+      result = {content: [{type: "text", text: __filename}]};
     } else if (m.method === "tools/call" && m.params.name === "fetch") {
       const answer = (text) => send({jsonrpc: "2.0", id: m.id, result: {content: [{type: "text", text}]}});
       require("http").get(m.params.arguments.url, (res) => {
@@ -227,6 +230,11 @@ func TestJailedServerLife(t *testing.T) {
 	}
 	if out, err := read(secret); err != nil || out != `"cannot read: ENOENT"` {
 		t.Errorf("reading a host file it does not name: %s, %v; want ENOENT", out, err)
+	}
+
+	// Its paths are the host's: they are redacted.
+	if out, err := s.Call(toolCtx(t), "rd", "whereami", nil); err != nil || string(out) != fmt.Sprintf("%q", filepath.Base(dir)+"/read.js") {
+		t.Errorf("whereami = %s, %v; want the path redacted", out, err)
 	}
 
 	// Killed: its jail ends, and the next call starts it again.

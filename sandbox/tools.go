@@ -41,6 +41,7 @@ func toolOptions(cfg *config.Config) toolbridge.Options {
 		}
 		if s.Jail {
 			srv.Start = serverStart(name, s, cfg.Sandbox.AllowDegraded)
+			srv.Paths = s.RO
 		}
 		o.Servers[name] = srv
 	}

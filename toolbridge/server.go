@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -107,6 +108,12 @@ func redactor(cfg Server, home string) *strings.Replacer {
 		}
 		if p, err := exec.LookPath(cfg.Command); err == nil && p != base {
 			ps = append(ps, pair{p, base})
+		}
+	}
+	for _, p := range cfg.Paths {
+		// As with env values, a short one would mangle more than it hides.
+		if p = path.Clean(p); len(p) >= 6 {
+			ps = append(ps, pair{p, path.Base(p)})
 		}
 	}
 	if cfg.Dir != "" && cfg.Dir != "/" {

@@ -88,3 +88,13 @@ func TestStartFails(t *testing.T) {
 		t.Errorf("err = %v; want Start's error, the command's path redacted", err)
 	}
 }
+
+// A jailed server sees its read-only binds at their host paths: they are
+// redacted to their last element.
+func TestRedactPaths(t *testing.T) {
+	r := redactor(Server{Command: "node", Paths: []string{"/srv/mcp/node_modules/", "/", "/srv"}}, "")
+	got := r.Replace("at /srv/mcp/node_modules/x/index.js:3 (/srv/mcp/node_modules) /srv/other")
+	if want := "at node_modules/x/index.js:3 (node_modules) /srv/other"; got != want {
+		t.Errorf("redacted: %q; want %q", got, want)
+	}
+}

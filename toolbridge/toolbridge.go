@@ -50,6 +50,10 @@ type Server struct {
 	Env map[string]string
 	// Dir is the stdio server's working directory; "" is Crucible's.
 	Dir string
+	// Paths are more host paths the server knows, each (of 6 bytes or
+	// more) replaced by its last element in whatever it returns: a jailed
+	// server's read-only binds, which it sees at their host paths.
+	Paths []string
 	// Start, if not nil, starts a stdio server's process in place of the
 	// bridge running Command itself: the sandbox passes one that runs the
 	// server in a jail, of which the bridge knows nothing. Command, Args,
