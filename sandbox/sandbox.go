@@ -9,7 +9,8 @@
 // is `crucible doctor`; [Hook] starts the jail's own processes. [Tools] is
 // the tool bridge of one process, which the caller makes once from the
 // configuration, hands to each execution (in [Options] or [PoolOptions]),
-// and closes: each execution gets a private tools channel to it.
+// and closes: each execution gets a private tools channel to it, and a
+// server with jail: true runs in a long-lived jail of its own (serverjail.go).
 package sandbox
 
 import (
