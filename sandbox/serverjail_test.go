@@ -395,3 +395,20 @@ servers:
 		}
 	}
 }
+
+// A jailed server's limits are its jail's: node cannot start in 16MiB, and
+// the call says which limit ended it.
+func TestJailedServerLimits(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	node := testenv.NeedTool(t, "node")
+	dir := publicDir(t)
+	script := filepath.Join(dir, "read.js")
+	if err := os.WriteFile(script, []byte(readServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools := jailedTools(t, fmt.Sprintf("servers:\n  rd:\n    command: %s\n    args: [%s]\n    jail: true\n    ro: [%s]\n    limits: {memory: 16MiB}\n", node, script, dir))
+	_, err := tools.bridge.NewSession().Call(toolCtx(t), "rd", "read", nil)
+	if err == nil || !strings.Contains(err.Error(), "tool server rd is not available: its jail exited with code 137, at its memory limit") {
+		t.Errorf("err = %v; want the memory limit named", err)
+	}
+}
