@@ -259,7 +259,7 @@ func TestPoolTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := NewTools(cfg)
+	tools, err := NewTools(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

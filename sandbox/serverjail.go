@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/toolbridge"
@@ -19,18 +20,23 @@ import (
 // serverStart returns the Start of a server with jail: true: each start
 // runs the server in a long-lived jail of its own, built by the same code
 // as an execution's (jailSpec, attachNetwork) from the server's settings,
-// and degraded where cfg's sandbox section allows.
-func serverStart(name string, s config.Server, allowDegraded []string) func(context.Context, io.Writer) (*toolbridge.Process, error) {
+// and degraded where cfg's sandbox section allows. Its network decisions
+// go to w (nil: nowhere) under the id "server:NAME".
+func serverStart(name string, s config.Server, allowDegraded []string, w *audit.Writer) func(context.Context, io.Writer) (*toolbridge.Process, error) {
 	return func(ctx context.Context, stderr io.Writer) (*toolbridge.Process, error) {
 		spec, err := serverSpec(s, allowDegraded)
 		if err != nil {
 			return nil, err
 		}
 		n := s.JailNetwork()
-		// The server's network decisions are enforced and counted like an
-		// execution's; there is no execution to report them to.
-		if _, err := attachNetwork(spec, &n, nil); err != nil {
+		// The server's network decisions are enforced and audited like an
+		// execution's, under the server's name: there is no execution.
+		log, err := attachNetwork(spec, &n, w)
+		if err != nil {
 			return nil, fmt.Errorf("servers.%s.network: %w", name, err)
+		}
+		if log != nil {
+			log.begin("server:" + name)
 		}
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()

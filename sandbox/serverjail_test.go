@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
@@ -81,6 +82,13 @@ func publicDir(t *testing.T) string {
 
 func jailedTools(t *testing.T, yaml string) *Tools {
 	t.Helper()
+	return jailedToolsAudited(t, yaml, nil)
+}
+
+// jailedToolsAudited is jailedTools whose servers' network decisions go to
+// w.
+func jailedToolsAudited(t *testing.T, yaml string, w *audit.Writer) *Tools {
+	t.Helper()
 	cfg, err := config.Parse([]byte(yaml), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +96,7 @@ func jailedTools(t *testing.T, yaml string) *Tools {
 	if err := CheckConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	tools, err := NewTools(cfg)
+	tools, err := NewTools(cfg, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +367,9 @@ func TestJailedServerNetwork(t *testing.T) {
 	if err := os.WriteFile(script, []byte(readServer), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tools := jailedTools(t, fmt.Sprintf(`
+	var trail syncBuffer
+	w := audit.New(&trail)
+	tools := jailedToolsAudited(t, fmt.Sprintf(`
 servers:
   net:
     command: %[1]s
@@ -375,7 +385,7 @@ servers:
     args: [%[2]s]
     jail: true
     ro: [%[3]s]
-`, node, script, dir, port))
+`, node, script, dir, port), w)
 	s := tools.bridge.NewSession()
 	fetch := func(server, url string) string {
 		out, err := s.Call(toolCtx(t), server, "fetch", fmt.Appendf(nil, `{"url": %q}`, url))
@@ -393,6 +403,13 @@ servers:
 		if got := fetch(server, loop); got != `"cannot fetch: ECONNREFUSED"` {
 			t.Errorf("%s reached the host's loopback: %s", server, got)
 		}
+	}
+	// Its decisions are in the audit trail, under its name.
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"exec":"server:net","type":"connect","name":"svc.test"`; !strings.Contains(trail.String(), want) {
+		t.Errorf("the audit trail lacks %s:\n%s", want, trail.String())
 	}
 }
 

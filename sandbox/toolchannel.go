@@ -39,15 +39,16 @@ type Tools struct {
 }
 
 // NewTools returns the tool bridge of cfg's servers, or nil when cfg has
-// none. It starts nothing.
-func NewTools(cfg *config.Config) (*Tools, error) {
+// none. It starts nothing. The network decisions of its jailed servers go
+// to w (nil: nowhere).
+func NewTools(cfg *config.Config, w *audit.Writer) (*Tools, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, nil
 	}
 	if err := checkServers(cfg); err != nil {
 		return nil, err
 	}
-	o := toolOptions(cfg)
+	o := toolOptions(cfg, w)
 	b, err := toolbridge.New(o)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/netpolicy"
 	"github.com/cruciblehq/crucible/toolbridge"
@@ -20,7 +21,7 @@ type Tool = toolbridge.Tool
 
 // toolOptions are the tool bridge's settings from cfg's servers and tools
 // sections.
-func toolOptions(cfg *config.Config) toolbridge.Options {
+func toolOptions(cfg *config.Config, w *audit.Writer) toolbridge.Options {
 	o := toolbridge.Options{
 		Servers: map[string]toolbridge.Server{},
 		Limits: toolbridge.Limits{
@@ -40,7 +41,7 @@ func toolOptions(cfg *config.Config) toolbridge.Options {
 			},
 		}
 		if s.Jail {
-			srv.Start = serverStart(name, s, cfg.Sandbox.AllowDegraded)
+			srv.Start = serverStart(name, s, cfg.Sandbox.AllowDegraded, w)
 			srv.Paths = s.RO
 		}
 		o.Servers[name] = srv
@@ -89,7 +90,7 @@ func ListTools(ctx context.Context, cfg *config.Config) ([]Tool, error) {
 	if err := checkServers(cfg); err != nil {
 		return nil, err
 	}
-	b, err := toolbridge.New(toolOptions(cfg))
+	b, err := toolbridge.New(toolOptions(cfg, nil))
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ tools: {max_calls: 7, max_arg_size: 2KiB}
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := toolOptions(cfg)
+	got := toolOptions(cfg, nil)
 	want := toolbridge.Options{
 		Servers: map[string]toolbridge.Server{
 			"gh": {Command: "/opt/gh", Args: []string{"stdio"}, Env: map[string]string{"TOKEN": "t0ken-value"}, Dir: "/srv/gh",

@@ -188,7 +188,7 @@ func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func
 	}
 	// The configured tool servers, for this one execution: each starts on
 	// the code's first call of it, and stops when the execution is done.
-	tools, err := sandbox.NewTools(cfg)
+	tools, err := sandbox.NewTools(cfg, st.Audit)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "crucible: %v\n", err)
 		return ExitUsage
