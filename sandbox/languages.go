@@ -19,15 +19,11 @@ func Program(cfg *config.Config, language string, src []byte, file string) (*lan
 	if err != nil {
 		return nil, err
 	}
-	s := settings(cfg)
-	if l.Check != nil {
-		// A runtime that is not there is the operator's to fix, named by
-		// its setting; inside the jail it would be only "not found".
-		if _, err := l.Check(s); err != nil {
-			return nil, fmt.Errorf("%s: %w", language, err)
-		}
+	p, err := l.Program(src, file, settings(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", language, err)
 	}
-	return l.Program(src, file, s)
+	return p, nil
 }
 
 func lookup(language string) (lang.Language, error) {
