@@ -11,6 +11,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -209,34 +210,17 @@ type ServerLimits struct {
 // JailLimits are the limits of s's jail, the defaults filled in.
 func (s *Server) JailLimits() ServerLimits {
 	l, d := s.Limits, Default().Sandbox
-	if l.Memory == 0 {
-		l.Memory = d.Memory
-	}
-	if l.Pids == 0 {
-		l.Pids = d.Pids
-	}
-	if l.CPUs == 0 {
-		l.CPUs = d.CPUs
-	}
-	return l
+	return ServerLimits{Memory: cmp.Or(l.Memory, d.Memory), Pids: cmp.Or(l.Pids, d.Pids), CPUs: cmp.Or(l.CPUs, d.CPUs)}
 }
 
 // JailNetwork is the network of s's jail: its network section, with the
 // limits it leaves out at the top-level section's defaults.
 func (s *Server) JailNetwork() Network {
 	n, d := s.Network, Default().Network
-	if n.MaxConnections == 0 {
-		n.MaxConnections = d.MaxConnections
-	}
-	if n.MaxBytesOut == 0 {
-		n.MaxBytesOut = d.MaxBytesOut
-	}
-	if n.MaxBytesIn == 0 {
-		n.MaxBytesIn = d.MaxBytesIn
-	}
-	if n.IdleTimeout == 0 {
-		n.IdleTimeout = d.IdleTimeout
-	}
+	n.MaxConnections = cmp.Or(n.MaxConnections, d.MaxConnections)
+	n.MaxBytesOut = cmp.Or(n.MaxBytesOut, d.MaxBytesOut)
+	n.MaxBytesIn = cmp.Or(n.MaxBytesIn, d.MaxBytesIn)
+	n.IdleTimeout = cmp.Or(n.IdleTimeout, d.IdleTimeout)
 	return n
 }
 

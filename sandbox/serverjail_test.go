@@ -65,21 +65,6 @@ process.stdin.on("data", (d) => {
 });
 `
 
-// publicDir is a temporary directory that the jail's users may enter.
-func publicDir(t *testing.T) string {
-	t.Helper()
-	// Not under t.TempDir, whose parent only root may enter.
-	dir, err := os.MkdirTemp("", "crucible-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func jailedTools(t *testing.T, yaml string) *Tools {
 	t.Helper()
 	return jailedToolsAudited(t, yaml, nil)
@@ -214,7 +199,7 @@ func leftCgroups() []string {
 func TestJailedServerLife(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	node := testenv.NeedTool(t, "node")
-	dir := publicDir(t)
+	dir := testenv.PublicDir(t)
 	script := filepath.Join(dir, "read.js")
 	if err := os.WriteFile(script, []byte(readServer), 0o644); err != nil {
 		t.Fatal(err)
@@ -222,7 +207,7 @@ func TestJailedServerLife(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("its own"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	secret := filepath.Join(publicDir(t), "secret.txt")
+	secret := filepath.Join(testenv.PublicDir(t), "secret.txt")
 	if err := os.WriteFile(secret, []byte("file-canary-8d02"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +269,7 @@ func TestJailedServerLife(t *testing.T) {
 func TestJailedServerSetupError(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	node := testenv.NeedTool(t, "node")
-	gone := publicDir(t)
+	gone := testenv.PublicDir(t)
 	tools := jailedTools(t, fmt.Sprintf("servers:\n  rd:\n    command: %s\n    args: [/nowhere.js]\n    jail: true\n    ro: [%s]\n", node, gone))
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
@@ -302,7 +287,7 @@ func TestJailedServerSetupError(t *testing.T) {
 // A jailed server's jail: its command and args, its env alone, its ro
 // paths and its command, its limits, no timeout.
 func TestServerSpec(t *testing.T) {
-	cmd := filepath.Join(publicDir(t), "srv")
+	cmd := filepath.Join(testenv.PublicDir(t), "srv")
 	if err := os.WriteFile(cmd, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +347,7 @@ func TestJailedServerNetwork(t *testing.T) {
 	}))
 	defer hs.Close()
 	port := hs.Listener.Addr().(*net.TCPAddr).Port
-	dir := publicDir(t)
+	dir := testenv.PublicDir(t)
 	script := filepath.Join(dir, "read.js")
 	if err := os.WriteFile(script, []byte(readServer), 0o644); err != nil {
 		t.Fatal(err)
@@ -418,7 +403,7 @@ servers:
 func TestJailedServerLimits(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails with cgroup limits")
 	node := testenv.NeedTool(t, "node")
-	dir := publicDir(t)
+	dir := testenv.PublicDir(t)
 	script := filepath.Join(dir, "read.js")
 	if err := os.WriteFile(script, []byte(readServer), 0o644); err != nil {
 		t.Fatal(err)

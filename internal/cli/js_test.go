@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/lang/js"
 )
 
@@ -26,7 +27,7 @@ return { answer: p.x * 21 };
 	}
 
 	// An uncaught error, in the file's own name and lines, on stderr too.
-	file := filepath.Join(publicDir(t), "prog.ts")
+	file := filepath.Join(testenv.PublicDir(t), "prog.ts")
 	if err := os.WriteFile(file, []byte("type T = number;\n\nfunction f(n: T): never {\n  throw new RangeError(`bad ${n}`);\n}\nexport default f(1);\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ return { answer: p.x * 21 };
 	}
 
 	// Plain JavaScript by extension; files under /workspace and /tmp.
-	file = filepath.Join(publicDir(t), "prog.mjs")
+	file = filepath.Join(testenv.PublicDir(t), "prog.mjs")
 	if err := os.WriteFile(file, []byte(`fs.writeTextFile("/tmp/x", "in tmp");
 let etc; try { fs.readTextFile("/etc/passwd"); } catch (e) { etc = e.name; }
 export default [fs.readTextFile("/tmp/x"), etc];
@@ -66,7 +67,7 @@ func TestRunJSLimits(t *testing.T) {
 	// The other runs are not about time; under the race detector on a slow
 	// machine a heap bomb takes most of the default 30 s. A timeout no
 	// machine reaches leaves only the limit under test to end them.
-	cfg := filepath.Join(publicDir(t), "crucible.yaml")
+	cfg := filepath.Join(testenv.PublicDir(t), "crucible.yaml")
 	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_heap: 64MiB\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -53,7 +54,7 @@ type netFix struct {
 
 func newNetFix(t *testing.T) *netFix {
 	t.Helper()
-	f := &netFix{dir: publicDir(t)}
+	f := &netFix{dir: testenv.PublicDir(t)}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.hits.Add(1)
 		f.lastAgent.Store(r.UserAgent())

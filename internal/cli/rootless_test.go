@@ -3,39 +3,23 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
 // nobody is the unprivileged user the rootless tests run crucible as.
 const nobody = 65534
 
-// publicDir returns a new directory that every user may read and traverse,
-// removed when the test ends. Not t.TempDir: its parent is private to root,
-// so neither an unprivileged user nor a jail's root could reach it.
-func publicDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "crucible-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // buildCrucible builds the crucible binary where an unprivileged user can run it.
 func buildCrucible(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(publicDir(t), "crucible")
+	bin := filepath.Join(testenv.PublicDir(t), "crucible")
 	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/crucible")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

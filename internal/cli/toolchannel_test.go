@@ -29,7 +29,7 @@ func everythingConfig(t *testing.T, extra string) (cfg, dir string) {
 	if _, err := os.Stat(main); err != nil {
 		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
 	}
-	dir = publicDir(t)
+	dir = testenv.PublicDir(t)
 	yaml := "servers:\n  ev:\n    command: " + node + "\n    args: [" + main + "]\n" +
 		"    env: {API_TOKEN: " + toolCanary + "}\n" +
 		"    tools: {deny: [get-tiny-*]}\n" + extra

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
 )
 
@@ -58,7 +59,7 @@ func init() {
 func faultConfig(t *testing.T, timeout string) (cfg, mark string) {
 	t.Helper()
 	exe := mustExecutable(t)
-	dir := publicDir(t)
+	dir := testenv.PublicDir(t)
 	mark = "fault-" + filepath.Base(dir)
 	yaml := "servers:\n  f:\n    command: " + exe + "\n    args: [" + mark + "]\n" +
 		"    env: {" + faultServerEnv + ": '1'}\n    timeout: " + timeout + "\n"

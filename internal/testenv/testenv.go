@@ -44,6 +44,22 @@ func Missing(t testing.TB, reason string) {
 	missing(t, reason)
 }
 
+// PublicDir returns a new directory that every user may read and traverse,
+// removed when the test ends. Not t.TempDir: its parent is private to root,
+// so neither an unprivileged user nor a jail's root could reach it.
+func PublicDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "crucible-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func missing(t testing.TB, reason string) {
 	t.Helper()
 	if InCI() {
