@@ -207,6 +207,25 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			childFiles = append(childFiles, os.NewFile(uintptr(fd), "workspace"))
 		}
 	}
+	if !cs.Rootless {
+		// Detached copies of the read-only paths, for the same reason as
+		// this binary's below: init, root only in the jail's user
+		// namespace, cannot reach a path through a directory private to
+		// host root (a checkout under a mode 0700 home or mktemp
+		// directory). One that cannot be cloned here is left to init,
+		// whose error names it.
+		for i, p := range cs.ReadOnly {
+			fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if err != nil {
+				continue
+			}
+			if cs.ReadOnlyFDs == nil {
+				cs.ReadOnlyFDs = make([]int, len(cs.ReadOnly))
+			}
+			cs.ReadOnlyFDs[i] = 3 + len(childFiles)
+			childFiles = append(childFiles, os.NewFile(uintptr(fd), "ro"))
+		}
+	}
 	if cs.Self != "" && !cs.Rootless {
 		// A detached copy of the mount that holds this binary: init could not
 		// reach it by path where a directory on the way is private to root

@@ -70,8 +70,12 @@ func setupRoot(s *childSpec) error {
 	for _, n := range devNodes {
 		binds = append(binds, &bind{src: "/dev/" + n, dst: "dev/" + n, what: "/dev/" + n, rw: true, dev: true})
 	}
-	for _, p := range s.ReadOnly {
-		binds = append(binds, &bind{src: p, dst: strings.TrimPrefix(filepath.Clean(p), "/"), what: "a path to bind read-only"})
+	for i, p := range s.ReadOnly {
+		b := &bind{src: p, dst: strings.TrimPrefix(filepath.Clean(p), "/"), what: "a path to bind read-only"}
+		if i < len(s.ReadOnlyFDs) {
+			b.fd = s.ReadOnlyFDs[i] // cloned by the supervisor; 0: clone it here
+		}
+		binds = append(binds, b)
 	}
 	if s.SelfFD > 0 {
 		binds = append(binds, &bind{src: "this binary", dst: s.Self[1:], what: "this binary", fd: s.SelfFD})
