@@ -44,8 +44,8 @@ export default {echo, names: Object.keys(env).sort()};
 func TestRootlessJailedServer(t *testing.T) {
 	requireRoot(t) // to become nobody
 	bin := buildCrucible(t)
-	nm, _ := filepath.Abs("../../node_modules")
-	cfg, dir := everythingConfig(t, "    jail: true\n    ro: ["+nm+"]\n"+
+	nm := publicNodeModules(t)
+	cfg, dir := everythingConfigIn(t, nm, "    jail: true\n    ro: ["+nm+"]\n"+
 		"  netted:\n    command: /usr/bin/node\n    args: [/nowhere.js]\n    jail: true\n    network: {allow: [example.com]}\n")
 	prog := program(t, dir, "p.ts", `
 const netted = await tools.call("netted", "echo", {}).then(() => "no error", (e) => e.message);

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,8 +25,16 @@ const toolCanary = "tool-canary-5d1e0b"
 // directory of the test's own, bound read-only in the jail, for programs.
 func everythingConfig(t *testing.T, extra string) (cfg, dir string) {
 	t.Helper()
+	nm, _ := filepath.Abs("../../node_modules")
+	return everythingConfigIn(t, nm, extra)
+}
+
+// everythingConfigIn is everythingConfig with server-everything taken from
+// the node_modules folder nm.
+func everythingConfigIn(t *testing.T, nm, extra string) (cfg, dir string) {
+	t.Helper()
 	node := testenv.NeedTool(t, "node")
-	main, _ := filepath.Abs("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	main := filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js")
 	if _, err := os.Stat(main); err != nil {
 		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
 	}
@@ -38,6 +47,32 @@ func everythingConfig(t *testing.T, extra string) (cfg, dir string) {
 		t.Fatal(err)
 	}
 	return cfg, dir
+}
+
+// publicNodeModules copies the repository's node_modules (but deno) where
+// an unprivileged user can reach it: the checkout itself may sit in a
+// directory private to root (a mktemp directory, a home), which a test
+// run as nobody could not enter.
+func publicNodeModules(t *testing.T) string {
+	t.Helper()
+	src, _ := filepath.Abs("../../node_modules")
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		testenv.Missing(t, "needs node_modules (npm install at the repository's root)")
+	}
+	dst := filepath.Join(testenv.PublicDir(t), "node_modules")
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == "deno" || e.Name() == ".bin" {
+			continue // 90 MB, and not what these tests run
+		}
+		if out, err := exec.Command("cp", "-a", filepath.Join(src, e.Name()), dst).CombinedOutput(); err != nil {
+			t.Fatalf("copying node_modules: %v: %s", err, out)
+		}
+	}
+	return dst
 }
 
 // program writes src into dir as name, for the jail to read.
@@ -456,7 +491,7 @@ export default { echo, sum, denied, byCall, listed: (await tools.list()).some((t
 func TestToolsRootlessTimeout(t *testing.T) {
 	requireRoot(t) // to become nobody
 	bin := buildCrucible(t)
-	cfg, dir := everythingConfig(t, "    timeout: 2s\n")
+	cfg, dir := everythingConfigIn(t, publicNodeModules(t), "    timeout: 2s\n")
 	prog := program(t, dir, "p.ts", `
 const slow = await tools.call("ev", "trigger-long-running-operation", { duration: 600, steps: 2 })
   .then(() => "no error", (e) => e.kind + ": " + e.message);
