@@ -39,6 +39,11 @@ type Config struct {
 	// call, by the name the code calls them by.
 	Servers map[string]Server `yaml:"servers"`
 	Tools   Tools             `yaml:"tools"`
+	// Secrets are the credentials the code may use without holding them,
+	// by the name the code sees them under (see secrets.go).
+	Secrets map[string]Secret `yaml:"secrets"`
+	// Serve configures `crucible serve` (see serve.go).
+	Serve Serve `yaml:"serve"`
 
 	// Where each key was written, when the config came from a file, so
 	// that a problem found later (a network rule that does not compile)
@@ -111,6 +116,10 @@ type Network struct {
 	// IdleTimeout closes a connection with no traffic either way.
 	// Default 60s; more than 0, at most 24h.
 	IdleTimeout Duration `yaml:"idle_timeout,omitempty"`
+	// UpstreamCA is a PEM file of certificates trusted, beside the host's
+	// system roots, for the upstreams whose TLS Crucible terminates (the
+	// hosts of a secret). Default "": the system roots only.
+	UpstreamCA string `yaml:"upstream_ca,omitempty"`
 }
 
 // Enabled reports whether the code gets a network beyond its loopback.
@@ -144,6 +153,11 @@ func (n *Network) validate() error {
 	}
 	if n.IdleTimeout <= 0 || time.Duration(n.IdleTimeout) > maxTimeout {
 		return fieldErrorf("network.idle_timeout", "must be more than 0 and at most 24h, not %v", n.IdleTimeout)
+	}
+	if n.UpstreamCA != "" {
+		if err := hostPath(n.UpstreamCA); err != nil {
+			return fieldErrorf("network.upstream_ca", "%v", err)
+		}
 	}
 	return nil
 }
@@ -514,6 +528,7 @@ func Default() *Config {
 		},
 		Runtimes: Runtimes{Python: "/usr/bin/python3", JSHeap: 256 * MiB, JSStack: 10000},
 		Tools:    Tools{MaxCalls: 50, MaxArgSize: 1 * MiB, MaxResultSize: 1 * MiB},
+		Serve:    defaultServe(),
 	}
 }
 
@@ -525,7 +540,7 @@ func Default() *Config {
 func (c *Config) Normalize() {
 	clean := func(p *string) {
 		if *p != "" {
-			*p = filepath.Clean(*p)
+			*p = cleanPath(*p)
 		}
 	}
 	clean(&c.Sandbox.Workspace)
@@ -535,6 +550,9 @@ func (c *Config) Normalize() {
 	clean(&c.Runtimes.Python)
 	clean(&c.Runtimes.Deno)
 	clean(&c.Audit.File)
+	clean(&c.Network.UpstreamCA)
+	c.normalizeSecrets()
+	c.Serve.normalize()
 	for name, s := range c.Servers {
 		clean(&s.Cwd)
 		for i := range s.RO {
@@ -543,6 +561,8 @@ func (c *Config) Normalize() {
 		c.Servers[name] = s
 	}
 }
+
+func cleanPath(p string) string { return filepath.Clean(p) }
 
 // Validate checks every bound, in field order, and returns the first violation
 // as a one-line error that starts with the key, e.g.
@@ -568,7 +588,13 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	return c.Tools.validate()
+	if err := c.Tools.validate(); err != nil {
+		return err
+	}
+	if err := c.validateSecrets(); err != nil {
+		return err
+	}
+	return c.Serve.validate()
 }
 
 func (r *Runtimes) validate() error {

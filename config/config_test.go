@@ -210,6 +210,7 @@ func TestLoadFull(t *testing.T) {
 		MaxBytesOut:    1 * MiB,
 		MaxBytesIn:     16 * MiB,
 		IdleTimeout:    Duration(10 * time.Second),
+		UpstreamCA:     "/etc/crucible/upstream-ca.pem",
 	}
 	if !reflect.DeepEqual(c.Network, wantNet) {
 		t.Errorf("Load(full.yaml).Network =\n%+v\nwant\n%+v", c.Network, wantNet)
@@ -231,10 +232,20 @@ func TestLoadFull(t *testing.T) {
 	if want := (Tools{MaxCalls: 20, MaxArgSize: 64 * KiB, MaxResultSize: 2 * MiB}); c.Tools != want {
 		t.Errorf("Load(full.yaml).Tools = %+v; want %+v", c.Tools, want)
 	}
+	wantSecrets := map[string]Secret{"GITHUB_TOKEN": {From: "env:CRUCIBLE_GITHUB_TOKEN", Hosts: []string{"api.github.com"}}}
+	if !reflect.DeepEqual(c.Secrets, wantSecrets) {
+		t.Errorf("Load(full.yaml).Secrets = %+v; want %+v", c.Secrets, wantSecrets)
+	}
+	wantServe := Serve{Token: "0123456789abcdef0123", AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
+		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute),
+		MaxBody: 1 * MiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true}
+	if !reflect.DeepEqual(c.Serve, wantServe) {
+		t.Errorf("Load(full.yaml).Serve = %+v; want %+v", c.Serve, wantServe)
+	}
 
 	// Every field is set away from its default, so the example exercises
 	// every field's decoder.
-	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}, {c.Tools, Default().Tools},
+	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}, {c.Tools, Default().Tools}, {c.Serve, Default().Serve},
 		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Group: "x", Timeout: 1,
 			Jail: true, RO: []string{}, Network: Network{MaxConnections: 1}, Limits: ServerLimits{Pids: 1}}}} {
 		got, def := reflect.ValueOf(sec[0]), reflect.ValueOf(sec[1])
@@ -307,6 +318,25 @@ func TestParseErrors(t *testing.T) {
 		{"tools:\n  max_calls: 0\n", `c.yaml:2: tools.max_calls: must be between 1 and 100000, not 0`},
 		{"tools:\n  max_arg_size: 1\n", `c.yaml:2: tools.max_arg_size: must be between 1KiB and 64MiB, not 1B`},
 		{"tools:\n  max_result_size: 1GiB\n", `c.yaml:2: tools.max_result_size: must be between 1KiB and 64MiB, not 1GiB`},
+		// Secrets.
+		{"secrets:\n  1A: {from: env:X, hosts: [a.test]}\n", `c.yaml:2: secrets["1A"]: the name must be an environment variable name: letters, digits and _, not starting with a digit`},
+		{"secrets:\n  PATH: {from: env:X, hosts: [a.test]}\n", `c.yaml:2: secrets["PATH"]: "PATH" is set by the sandbox itself; choose another name`},
+		{"secrets:\n  K: {from: X, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: "X" is not env:VAR or file:/absolute/path`},
+		{"secrets:\n  K: {from: file:rel, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: "file:rel" is not env:VAR or file:/absolute/path`},
+		{"secrets:\n  K: {from: env:X}\n", `c.yaml:2: secrets["K"].hosts: must name at least one host that may receive the secret`},
+		{"secrets:\n  K: {from: env:X, hosts: [a.test], value: x}\n", `c.yaml:2: unknown key "value" in secrets["K"]`},
+		// Serve.
+		{"serve:\n  token: short\n", `c.yaml:2: serve.token: must be at least 16 characters, without spaces or line breaks`},
+		{"serve:\n  allowed_origins: [localhost]\n", `c.yaml:2: serve.allowed_origins[0]: "localhost" is not an origin such as http://localhost:3000 or https://app.example.com`},
+		{"serve:\n  max_concurrent: 0\n", `c.yaml:2: serve.max_concurrent: must be between 1 and 1024, not 0`},
+		{"serve:\n  busy_wait: 2m\n", `c.yaml:2: serve.busy_wait: must be from 0 to 1m, not 2m0s`},
+		{"serve:\n  rate: -1\n", `c.yaml:2: serve.rate: must be from 0 (no limit) to 1e+06 per second, not -1`},
+		{"serve:\n  burst: 0\n", `c.yaml:2: serve.burst: must be between 1 and 1000000, not 0`},
+		{"serve:\n  workspace_ttl: 0s\n", `c.yaml:2: serve.workspace_ttl: must be from 1s to 168h, not 0s`},
+		{"serve:\n  max_body: 1\n", `c.yaml:2: serve.max_body: must be between 1KiB and 256MiB, not 1B`},
+		{"serve:\n  pool: 65\n", `c.yaml:2: serve.pool: must be from 0 to 64, not 65`},
+		{"serve:\n  skills_writable: true\n", `c.yaml:2: serve.skills_writable: needs serve.skills, the directory to write to`},
+		{"network:\n  upstream_ca: ca.pem\n", `c.yaml:2: network.upstream_ca: "ca.pem" is not an absolute path`},
 		// Network.
 		{"network:\n  allow_all: yes\n", `c.yaml:2: network.allow_all: must be true or false, not "yes"`},
 		{"network:\n  allow_private: [10.0.0.1/8]\n", `c.yaml:2: network.allow_private[0]: "10.0.0.1/8" is not a CIDR without host bits (e.g. 10.0.0.0/8)`},

@@ -45,8 +45,10 @@ func Parse(data []byte, name string) (*Config, error) {
 	}
 	if err := c.Validate(); err != nil {
 		var fe *fieldError
-		if errors.As(err, &fe) && d.lines[fe.path] > 0 {
-			return nil, fmt.Errorf("%s:%d: %w", name, d.lines[fe.path], err)
+		if errors.As(err, &fe) {
+			if line := d.lineOf(fe.path); line > 0 {
+				return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			}
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -62,6 +64,22 @@ func Parse(data []byte, name string) (*Config, error) {
 type decoder struct {
 	name  string
 	lines map[string]int // key path → line, to place errors from Validate
+}
+
+// lineOf is the line of the key at path or, for a key that was left out
+// (a required one), of the nearest key that holds it.
+func (d *decoder) lineOf(path string) int {
+	for path != "" {
+		if l := d.lines[path]; l > 0 {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
 }
 
 func (d *decoder) decode(data []byte, c *Config) error {

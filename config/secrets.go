@@ -1,0 +1,70 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Secret is a credential that the code uses by name without ever holding
+// it: the jail sees NAME=<placeholder>, and the network stack puts the real
+// value in place of the placeholder only in TLS requests to Hosts. Its
+// name, the key in Config.Secrets, is an environment variable name.
+type Secret struct {
+	// From says where Crucible reads the value: "env:VAR" (Crucible's own
+	// environment) or "file:PATH" (an absolute path; one trailing newline
+	// is dropped). Crucible reads it when it starts; the code never can.
+	From string `yaml:"from"`
+	// Hosts are the only destinations that receive the real value, in the
+	// rule syntax of network.allow; each is allowed implicitly.
+	Hosts []string `yaml:"hosts"`
+}
+
+// Source splits From into its kind ("env" or "file") and its argument.
+func (s *Secret) Source() (kind, arg string) {
+	kind, arg, _ = strings.Cut(s.From, ":")
+	return kind, arg
+}
+
+func (c *Config) validateSecrets() error {
+	for _, name := range slices.Sorted(maps.Keys(c.Secrets)) {
+		s := c.Secrets[name]
+		at := mapPath("secrets", name)
+		if !envName.MatchString(name) {
+			return fieldErrorf(at, "the name must be an environment variable name: letters, digits and _, not starting with a digit")
+		}
+		if _, ok := defaultEnvNames[name]; ok {
+			return fieldErrorf(at, "%s is set by the sandbox itself; choose another name", quote(name))
+		}
+		switch kind, arg := s.Source(); {
+		case kind == "env" && envName.MatchString(arg):
+		case kind == "file" && arg != "" && !strings.Contains(arg, "\x00") && filepath.IsAbs(arg):
+		default:
+			return fieldErrorf(at+".from", "%s is not env:VAR or file:/absolute/path", quote(s.From))
+		}
+		if len(s.Hosts) == 0 {
+			return fieldErrorf(at+".hosts", "must name at least one host that may receive the secret")
+		}
+		for i, h := range s.Hosts {
+			if h == "" || strings.ContainsAny(h, "\x00\r\n") {
+				return fieldErrorf(fmt.Sprintf("%s.hosts[%d]", at, i), "%s is not a host rule", quote(h))
+			}
+		}
+	}
+	return nil
+}
+
+// defaultEnvNames are the variables the sandbox sets in every jail, which a
+// secret may not shadow.
+var defaultEnvNames = map[string]struct{}{"PATH": {}, "HOME": {}, "LANG": {}, "TMPDIR": {}, "USER": {}}
+
+func (c *Config) normalizeSecrets() {
+	for name, s := range c.Secrets {
+		if kind, arg := s.Source(); kind == "file" && arg != "" {
+			s.From = "file:" + filepath.Clean(arg)
+			c.Secrets[name] = s
+		}
+	}
+}

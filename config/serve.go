@@ -1,0 +1,123 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Serve configures `crucible serve`, the MCP server.
+type Serve struct {
+	// Token is the bearer token that HTTP clients must send. The
+	// CRUCIBLE_TOKEN environment variable, when set, takes its place;
+	// with neither, serve makes one and prints it once. Required when the
+	// HTTP address is not a loopback one. At least 16 characters.
+	Token string `yaml:"token"`
+	// AllowedOrigins are the browser origins ("http://host:port", or
+	// "http://host" for any port) from which an HTTP request may come;
+	// a request with another Origin header gets 403. Default:
+	// http://localhost and http://127.0.0.1, any port.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// MaxConcurrent bounds the executions running at once. Default 4;
+	// 1 to 1024.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// BusyWait is how long an execution past MaxConcurrent waits for a
+	// place before it is refused as busy. Default 2s; 0 to 1m.
+	BusyWait Duration `yaml:"busy_wait"`
+	// Rate is how many executions per second one client may start, on
+	// average, and Burst how many at once (a token bucket per client: a
+	// bearer token, or a stdio connection). Defaults 10 and 20; a Rate of
+	// 0 turns the limit off.
+	Rate  float64 `yaml:"rate"`
+	Burst int     `yaml:"burst"`
+	// WorkspaceTTL is how long an idle workspace handle lives; its
+	// directory is then deleted. Default 30m; 1s to 7 days.
+	WorkspaceTTL Duration `yaml:"workspace_ttl"`
+	// MaxBody bounds one HTTP request body. Default 4MiB; 1KiB to 256MiB.
+	MaxBody ByteSize `yaml:"max_body"`
+	// Pool is how many warm jails wait for work, per language. Default 2;
+	// 0 to 64 (0: every execution builds its jail).
+	Pool int `yaml:"pool"`
+	// Skills is a host directory of reusable programs, read-only at
+	// /skills in the jail and listed as MCP resources. Default "": none.
+	Skills string `yaml:"skills"`
+	// SkillsWritable offers the save_skill and delete_skill tools, which
+	// write to Skills. Default false.
+	SkillsWritable bool `yaml:"skills_writable"`
+}
+
+// Bounds of the serve section.
+const (
+	minTokenLen      = 16
+	maxConcurrent    = 1024
+	maxBusyWait      = time.Minute
+	minWorkspaceTTL  = time.Second
+	maxWorkspaceTTL  = 7 * 24 * time.Hour
+	minMaxBody       = 1 * KiB
+	maxMaxBody       = 256 * MiB
+	maxPool          = 64
+	maxRate          = 1e6
+	maxBurst         = 1000000
+	defaultServePool = 2
+)
+
+func defaultServe() Serve {
+	return Serve{
+		MaxConcurrent: 4,
+		BusyWait:      Duration(2 * time.Second),
+		Rate:          10,
+		Burst:         20,
+		WorkspaceTTL:  Duration(30 * time.Minute),
+		MaxBody:       4 * MiB,
+		Pool:          defaultServePool,
+	}
+}
+
+func (s *Serve) validate() error {
+	if s.Token != "" && (len(s.Token) < minTokenLen || strings.ContainsAny(s.Token, " \t\r\n\x00")) {
+		// The value is not quoted: it is a credential.
+		return fieldErrorf("serve.token", "must be at least %d characters, without spaces or line breaks", minTokenLen)
+	}
+	for i, o := range s.AllowedOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return fieldErrorf(fmt.Sprintf("serve.allowed_origins[%d]", i), "%s is not an origin such as http://localhost:3000 or https://app.example.com", quote(o))
+		}
+	}
+	if s.MaxConcurrent < 1 || s.MaxConcurrent > maxConcurrent {
+		return fieldErrorf("serve.max_concurrent", "must be between 1 and %d, not %d", maxConcurrent, s.MaxConcurrent)
+	}
+	if s.BusyWait < 0 || time.Duration(s.BusyWait) > maxBusyWait {
+		return fieldErrorf("serve.busy_wait", "must be from 0 to 1m, not %v", s.BusyWait)
+	}
+	if !(s.Rate >= 0 && s.Rate <= maxRate) {
+		return fieldErrorf("serve.rate", "must be from 0 (no limit) to %g per second, not %g", float64(maxRate), s.Rate)
+	}
+	if s.Rate > 0 && (s.Burst < 1 || s.Burst > maxBurst) {
+		return fieldErrorf("serve.burst", "must be between 1 and %d, not %d", maxBurst, s.Burst)
+	}
+	if time.Duration(s.WorkspaceTTL) < minWorkspaceTTL || time.Duration(s.WorkspaceTTL) > maxWorkspaceTTL {
+		return fieldErrorf("serve.workspace_ttl", "must be from 1s to 168h, not %v", s.WorkspaceTTL)
+	}
+	if s.MaxBody < minMaxBody || s.MaxBody > maxMaxBody {
+		return fieldErrorf("serve.max_body", "must be between %v and %v, not %v", minMaxBody, maxMaxBody, s.MaxBody)
+	}
+	if s.Pool < 0 || s.Pool > maxPool {
+		return fieldErrorf("serve.pool", "must be from 0 to %d, not %d", maxPool, s.Pool)
+	}
+	if s.Skills != "" {
+		if err := hostPath(s.Skills); err != nil {
+			return fieldErrorf("serve.skills", "%v", err)
+		}
+	} else if s.SkillsWritable {
+		return fieldErrorf("serve.skills_writable", "needs serve.skills, the directory to write to")
+	}
+	return nil
+}
+
+func (s *Serve) normalize() {
+	if s.Skills != "" {
+		s.Skills = cleanPath(s.Skills)
+	}
+}
