@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -410,7 +411,7 @@ func TestAnswer(t *testing.T) {
 			switch {
 			case tc.want.event == nil && len(events) != 0:
 				t.Errorf("events = %+v, want none", events)
-			case tc.want.event != nil && (len(events) != 1 || events[0] != *tc.want.event):
+			case tc.want.event != nil && (len(events) != 1 || !reflect.DeepEqual(events[0], *tc.want.event)):
 				t.Errorf("events = %+v, want %+v", events, *tc.want.event)
 			}
 		})
@@ -508,7 +509,7 @@ func TestAnswerReasons(t *testing.T) {
 		if want := map[bool]dnsmessage.RCode{true: dnsmessage.RCodeSuccess, false: dnsmessage.RCodeNameError}[tc.want.Allowed]; r.hdr.RCode != want {
 			t.Errorf("%s: rcode %v, want %v", tc.name, r.hdr.RCode, want)
 		}
-		if ev := rec.take(); len(ev) != 1 || ev[0] != tc.want {
+		if ev := rec.take(); len(ev) != 1 || !reflect.DeepEqual(ev[0], tc.want) {
 			t.Errorf("%s: events %+v, want %+v", tc.name, ev, tc.want)
 		}
 	}
@@ -523,7 +524,7 @@ func TestAnswerTableFull(t *testing.T) {
 		t.Errorf("full table: rcode %v, answers %v; want REFUSED, none", r.hdr.RCode, r.answers)
 	}
 	want := Event{Kind: KindLimit, Name: "www.example.org", Reason: "too many different names in one execution"}
-	if ev := rec.take(); len(ev) != 1 || ev[0] != want {
+	if ev := rec.take(); len(ev) != 1 || !reflect.DeepEqual(ev[0], want) {
 		t.Errorf("events = %+v, want %+v", ev, want)
 	}
 	// A name already in the table still resolves; a denied name is still

@@ -20,11 +20,13 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"net"
 	"net/netip"
 	"time"
 
 	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/secrets"
 	"github.com/cruciblehq/crucible/violation"
 )
 
@@ -68,6 +70,7 @@ const (
 	KindUDP          = violation.UDP          // a UDP datagram to anything but the resolver
 	KindPrivate      = violation.Private      // the name resolved to an address the policy refuses
 	KindLimit        = violation.Limit        // a connection, byte or idle limit
+	KindSecret       = violation.Secret       // a placeholder refused, or (Allowed) secrets substituted
 )
 
 // Event is one decision of the stack, for the audit trail and the
@@ -88,6 +91,9 @@ type Event struct {
 	BytesOut, BytesIn int64
 	// Done marks the end of an allowed connection (with its byte counts).
 	Done bool
+	// Secrets names the secrets a KindSecret event is about: substituted
+	// (Allowed) or refused. Names only, never a value.
+	Secrets []string
 }
 
 // Limits bound one execution's network use. Zero means the default.
@@ -114,4 +120,24 @@ type Options struct {
 	// MTU of the jail's tun device; default 65520 (the largest the tun
 	// takes, and the fastest: the stack's cost is per packet).
 	MTU uint32
+	// Secrets, when set, makes the stack terminate TLS for the hosts that
+	// have secrets and swap placeholders for values there; it also refuses
+	// any placeholder sent in cleartext. nil: no secrets, and TLS always
+	// passes through.
+	Secrets *Secrets
+}
+
+// Secrets are what the stack needs to let the jail use credentials it never
+// holds: the placeholders, which destinations may receive which secret, and
+// the certificates for the connections it terminates to swap them.
+type Secrets struct {
+	Set *secrets.Set
+	// For names the secrets that name:port may receive (name lowercased, as
+	// the stack knows it). None: the connection is relayed untouched, TLS
+	// passing through. It must be safe for concurrent use.
+	For func(name string, port uint16) []string
+	// CA signs the leaf certificates the jail is shown.
+	CA *CA
+	// Roots verify upstream certificates; nil: the host's system roots.
+	Roots *x509.CertPool
 }
