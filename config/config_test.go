@@ -236,7 +236,7 @@ func TestLoadFull(t *testing.T) {
 	if !reflect.DeepEqual(c.Secrets, wantSecrets) {
 		t.Errorf("Load(full.yaml).Secrets = %+v; want %+v", c.Secrets, wantSecrets)
 	}
-	wantServe := Serve{Token: "0123456789abcdef0123", AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
+	wantServe := Serve{Token: "0123456789abcdef0123", Tokens: []string{"fedcba9876543210fedc"}, AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute),
 		MaxBody: 1 * MiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
@@ -327,6 +327,7 @@ func TestParseErrors(t *testing.T) {
 		{"secrets:\n  K: {from: env:X, hosts: [a.test], value: x}\n", `c.yaml:2: unknown key "value" in secrets["K"]`},
 		// Serve.
 		{"serve:\n  token: short\n", `c.yaml:2: serve.token: must be at least 16 characters, without spaces or line breaks`},
+		{"serve:\n  tokens: [\"a b c d e f g h i j\"]\n", `c.yaml:2: serve.tokens[0]: must be at least 16 characters, without spaces or line breaks`},
 		{"serve:\n  allowed_origins: [localhost]\n", `c.yaml:2: serve.allowed_origins[0]: "localhost" is not an origin such as http://localhost:3000 or https://app.example.com`},
 		{"serve:\n  max_concurrent: 0\n", `c.yaml:2: serve.max_concurrent: must be between 1 and 1024, not 0`},
 		{"serve:\n  busy_wait: 2m\n", `c.yaml:2: serve.busy_wait: must be from 0 to 1m, not 2m0s`},

@@ -14,6 +14,9 @@ type Serve struct {
 	// with neither, serve makes one and prints it once. Required when the
 	// HTTP address is not a loopback one. At least 16 characters.
 	Token string `yaml:"token"`
+	// Tokens are more bearer tokens, each a client of its own: its own
+	// workspaces and its own rate limit. Same rules as Token.
+	Tokens []string `yaml:"tokens"`
 	// AllowedOrigins are the browser origins ("http://host:port", or
 	// "http://host" for any port) from which an HTTP request may come;
 	// a request with another Origin header gets 403. Default:
@@ -75,9 +78,14 @@ func defaultServe() Serve {
 }
 
 func (s *Serve) validate() error {
-	if s.Token != "" && (len(s.Token) < minTokenLen || strings.ContainsAny(s.Token, " \t\r\n\x00")) {
+	if s.Token != "" && !tokenOK(s.Token) {
 		// The value is not quoted: it is a credential.
 		return fieldErrorf("serve.token", "must be at least %d characters, without spaces or line breaks", minTokenLen)
+	}
+	for i, t := range s.Tokens {
+		if !tokenOK(t) {
+			return fieldErrorf(fmt.Sprintf("serve.tokens[%d]", i), "must be at least %d characters, without spaces or line breaks", minTokenLen)
+		}
 	}
 	for i, o := range s.AllowedOrigins {
 		u, err := url.Parse(o)
@@ -114,6 +122,13 @@ func (s *Serve) validate() error {
 		return fieldErrorf("serve.skills_writable", "needs serve.skills, the directory to write to")
 	}
 	return nil
+}
+
+// TokenOK reports whether t may be a bearer token (as CRUCIBLE_TOKEN too).
+func TokenOK(t string) bool { return tokenOK(t) }
+
+func tokenOK(t string) bool {
+	return len(t) >= minTokenLen && !strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f })
 }
 
 func (s *Serve) normalize() {

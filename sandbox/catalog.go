@@ -1,0 +1,21 @@
+package sandbox
+
+import "context"
+
+// List lists the tools that the code may call through t, as ListTools does,
+// starting the servers that have not started yet; a server's
+// tools/list_changed notification refreshes its part. A nil Tools has none.
+func (t *Tools) List(ctx context.Context) ([]Tool, error) {
+	if t == nil {
+		return nil, nil
+	}
+	return t.bridge.Tools(ctx)
+}
+
+// Servers names the configured servers, sorted.
+func (t *Tools) Servers() []string {
+	if t == nil {
+		return nil
+	}
+	return t.bridge.Servers()
+}
