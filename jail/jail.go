@@ -124,6 +124,12 @@ const FilesDir = "/crucible"
 type File struct {
 	Path string `json:"path"` // absolute, under FilesDir
 	Data []byte `json:"data"`
+	// Over lists files of the read-only root, from the host directories
+	// the jail binds (such as /etc/ssl/certs/ca-certificates.crt), that
+	// show this file instead: a program that reads the well-known path
+	// gets Data without the host's file changing. A path that is not a
+	// regular file in the jail's root is left as it is.
+	Over []string `json:"over,omitempty"`
 }
 
 // Result is what happened.

@@ -76,6 +76,11 @@ func run(ctx context.Context, s *Spec) (*Result, error) {
 		if !underFilesDir(f.Path) {
 			return nil, fmt.Errorf("jail: file %q is not a clean path under %s", f.Path, FilesDir)
 		}
+		for _, o := range f.Over {
+			if !filepath.IsAbs(o) || filepath.Clean(o) != o || o == "/" {
+				return nil, fmt.Errorf("jail: file %q: %q is not a clean absolute path", f.Path, o)
+			}
+		}
 	}
 	if s.Self != "" && !underFilesDir(s.Self) {
 		return nil, fmt.Errorf("jail: self %q is not a clean path under %s", s.Self, FilesDir)

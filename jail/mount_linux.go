@@ -192,6 +192,13 @@ func setupRoot(s *childSpec) error {
 		}
 		unix.Close(b.fd)
 	}
+	for _, f := range s.Files {
+		for _, o := range f.Over {
+			if err := cover(at(f.Path), o); err != nil {
+				return fmt.Errorf("placing a file over %s: %w", o, err)
+			}
+		}
+	}
 
 	// A procfs of the jail's own pid namespace: only the jail's processes.
 	if err := unix.Mount("proc", at("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
@@ -224,6 +231,44 @@ func setupRoot(s *childSpec) error {
 		return fmt.Errorf("remounting / read-only: %w", err)
 	}
 	return nil
+}
+
+// cover binds the file src, read-only, over dst in the root being built:
+// dst as the new root resolves it, so that a symlink in a bound host
+// directory leads inside the root, never to the host's file. A dst that is
+// not a regular file there is left alone.
+func cover(src, dst string) error {
+	root, err := unix.Open(staging, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(root)
+	t, err := unix.Openat2(root, dst, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(t)
+	var st unix.Stat_t
+	if err := unix.Fstat(t, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		return err
+	}
+	return unix.MoveMount(fd, "", t, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
 // bindError is a bind that failed. Its Error names the host path, for the
