@@ -233,6 +233,9 @@ type Network struct {
 	Addr     string `json:"addr,omitempty"` // where Crucible connected: for the operator only
 	BytesOut int64  `json:"bytes_out,omitempty"`
 	BytesIn  int64  `json:"bytes_in,omitempty"`
+	// Secrets names the secrets of a "secret" decision: put in for the
+	// destination (allow) or refused to it (deny). Names, never values.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Kind implements Event.

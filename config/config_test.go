@@ -321,8 +321,10 @@ func TestParseErrors(t *testing.T) {
 		// Secrets.
 		{"secrets:\n  1A: {from: env:X, hosts: [a.test]}\n", `c.yaml:2: secrets["1A"]: the name must be an environment variable name: letters, digits and _, not starting with a digit`},
 		{"secrets:\n  PATH: {from: env:X, hosts: [a.test]}\n", `c.yaml:2: secrets["PATH"]: "PATH" is set by the sandbox itself; choose another name`},
-		{"secrets:\n  K: {from: X, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: "X" is not env:VAR or file:/absolute/path`},
-		{"secrets:\n  K: {from: file:rel, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: "file:rel" is not env:VAR or file:/absolute/path`},
+		{"secrets:\n  SSL_CERT_FILE: {from: env:X, hosts: [a.test]}\n", `c.yaml:2: secrets["SSL_CERT_FILE"]: "SSL_CERT_FILE" is set by the sandbox itself; choose another name`},
+		{"sandbox:\n  env: {K: v}\nsecrets:\n  K: {from: env:X, hosts: [a.test]}\n", `c.yaml:4: secrets["K"]: "K" is also set in sandbox.env; a variable is one or the other`},
+		{"secrets:\n  K: {from: X, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: must be env:VAR or file:/absolute/path`},
+		{"secrets:\n  K: {from: file:rel, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: must be env:VAR or file:/absolute/path`},
 		{"secrets:\n  K: {from: env:X}\n", `c.yaml:2: secrets["K"].hosts: must name at least one host that may receive the secret`},
 		{"secrets:\n  K: {from: env:X, hosts: [a.test], value: x}\n", `c.yaml:2: unknown key "value" in secrets["K"]`},
 		// Serve.

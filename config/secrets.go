@@ -38,11 +38,15 @@ func (c *Config) validateSecrets() error {
 		if _, ok := defaultEnvNames[name]; ok {
 			return fieldErrorf(at, "%s is set by the sandbox itself; choose another name", quote(name))
 		}
+		if _, ok := c.Sandbox.Env[name]; ok {
+			return fieldErrorf(at, "%s is also set in sandbox.env; a variable is one or the other", quote(name))
+		}
 		switch kind, arg := s.Source(); {
 		case kind == "env" && envName.MatchString(arg):
 		case kind == "file" && arg != "" && !strings.Contains(arg, "\x00") && filepath.IsAbs(arg):
 		default:
-			return fieldErrorf(at+".from", "%s is not env:VAR or file:/absolute/path", quote(s.From))
+			// Not quoted: it may be the value itself, written by mistake.
+			return fieldErrorf(at+".from", "must be env:VAR or file:/absolute/path")
 		}
 		if len(s.Hosts) == 0 {
 			return fieldErrorf(at+".hosts", "must name at least one host that may receive the secret")
@@ -56,9 +60,11 @@ func (c *Config) validateSecrets() error {
 	return nil
 }
 
-// defaultEnvNames are the variables the sandbox sets in every jail, which a
-// secret may not shadow.
-var defaultEnvNames = map[string]struct{}{"PATH": {}, "HOME": {}, "LANG": {}, "TMPDIR": {}, "USER": {}}
+// defaultEnvNames are the variables the sandbox sets in every jail, and in
+// a jail with secrets (where the trusted certificates are), which a secret
+// may not shadow.
+var defaultEnvNames = map[string]struct{}{"PATH": {}, "HOME": {}, "LANG": {}, "TMPDIR": {}, "USER": {},
+	"SSL_CERT_FILE": {}, "REQUESTS_CA_BUNDLE": {}, "NODE_EXTRA_CA_CERTS": {}, "DENO_CERT": {}}
 
 func (c *Config) normalizeSecrets() {
 	for name, s := range c.Secrets {

@@ -66,7 +66,8 @@ func NetworkPolicy(n *config.Network) (*netpolicy.Policy, error) {
 // the audit trail, each refusal into the result's violations. Report is
 // called on the network stack's packet path: it only counts and queues.
 type netLog struct {
-	audit *audit.Writer
+	audit  *audit.Writer
+	redact func(string) string // nil: nothing to redact
 
 	mu         sync.Mutex
 	exec       string // the execution's id, once it has begun
@@ -113,7 +114,11 @@ func (l *netLog) report(e egress.Event) {
 		return
 	}
 	ev := audit.Network{Exec: exec, Type: e.Kind, Name: e.Name, Port: e.Port,
-		Verdict: "deny", Reason: e.Reason, Rule: e.Rule, BytesOut: e.BytesOut, BytesIn: e.BytesIn}
+		Verdict: "deny", Reason: e.Reason, Rule: e.Rule, BytesOut: e.BytesOut, BytesIn: e.BytesIn,
+		Secrets: e.Secrets}
+	if l.redact != nil {
+		ev.Name, ev.Reason = l.redact(ev.Name), l.redact(ev.Reason)
+	}
 	if e.Allowed {
 		ev.Verdict = "allow"
 		if e.Done {
@@ -133,8 +138,9 @@ func (l *netLog) result() []violation.Violation {
 }
 
 // attachNetwork gives spec the network that n allows, if any, and returns
-// the log its decisions go to (nil without a network).
-func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer) (*netLog, error) {
+// the log its decisions go to (nil without a network). With sec, the
+// stack terminates TLS to the hosts of its secrets.
+func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *egress.Secrets) (*netLog, error) {
 	if !n.Enabled() {
 		return nil, nil
 	}
@@ -144,8 +150,9 @@ func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer) (*netLog
 	}
 	log := newNetLog(w)
 	opts := egress.Options{
-		Policy: policy,
-		Report: log.report,
+		Policy:  policy,
+		Report:  log.report,
+		Secrets: sec,
 		Limits: egress.Limits{
 			Connections: n.MaxConnections,
 			BytesOut:    int64(n.MaxBytesOut),

@@ -50,6 +50,9 @@ type PoolOptions struct {
 	// Tools, if not nil, gives each execution a tools channel to its
 	// bridge; the pool does not close it.
 	Tools *Tools
+	// Secrets, from LoadSecrets, is required when the configuration has
+	// secrets: each jail gets placeholders of its own when it is built.
+	Secrets *Secrets
 }
 
 // PoolStats say what a pool has done, for metrics.
@@ -200,12 +203,12 @@ func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
 	r, wr := io.Pipe()
 	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel, done: make(chan struct{})}
-	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools}, true)
+	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets}, true)
 	w.x.spec.Begin = w.begin
 	// Attached here, not in the goroutine: Run's begin reads what attach
 	// sets. (It only compiles the policy; the network is built in the jail.)
 	if w.err = w.x.err; w.err == nil {
-		w.err = w.x.attach(&p.cfg.Network)
+		w.err = w.x.attach(p.cfg)
 	}
 	if w.err != nil {
 		w.x.release()

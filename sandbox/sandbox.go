@@ -33,6 +33,7 @@ import (
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/netpolicy"
@@ -56,15 +57,18 @@ const ExitSetup = jail.ExitSetup
 // to fix it. Its text is safe to show the model.
 type SetupError = jail.SetupError
 
-// Options are one execution's streams, audit trail and tools. A nil Stdout
-// or Stderr is captured into the Result instead (up to the output limit); a
-// nil Stdin is empty; a nil Audit records nothing; a nil Tools gives the
-// code no tools channel.
+// Options are one execution's streams, audit trail, tools and secrets. A
+// nil Stdout or Stderr is captured into the Result instead (up to the
+// output limit); a nil Stdin is empty; a nil Audit records nothing; a nil
+// Tools gives the code no tools channel. Secrets must be given, from
+// [LoadSecrets], when the configuration has secrets: an execution never
+// reads their sources itself.
 type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Audit          *audit.Writer
 	Tools          *Tools
+	Secrets        *Secrets
 }
 
 // Exec runs args in a fresh jail configured by cfg.
@@ -98,6 +102,9 @@ type execution struct {
 	audit   *audit.Writer
 	net     *netLog      // nil without a network
 	tools   *toolChannel // nil without tools
+	loaded  *Secrets     // the caller's secrets, if any
+	secrets *execSecrets // this execution's placeholders, once attached
+	streams []*redactor  // the caller's writers, redacted
 	err     error        // from newExecution: the execution cannot run
 	program bool         // a runner reports on fd 3
 
@@ -109,7 +116,7 @@ type execution struct {
 }
 
 func newExecution(spec *jail.Spec, o Options, program bool) *execution {
-	x := &execution{spec: spec, audit: o.Audit, program: program}
+	x := &execution{spec: spec, audit: o.Audit, program: program, loaded: o.Secrets}
 	spec.Stdin, spec.Stdout, spec.Stderr = o.Stdin, o.Stdout, o.Stderr
 	if o.Stdout == nil {
 		x.stdout = &bytes.Buffer{}
@@ -128,11 +135,55 @@ func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 	return x
 }
 
-// attach gives the jail the network cfg allows, if any.
-func (x *execution) attach(n *config.Network) error {
+// attach gives the jail its secrets' placeholders and the network cfg
+// allows, if any.
+func (x *execution) attach(cfg *config.Config) error {
+	n := &cfg.Network
+	var es *egress.Secrets
+	switch {
+	case x.loaded != nil:
+		var err error
+		if x.secrets, err = x.loaded.forExecution(); err != nil {
+			return err
+		}
+		x.protect()
+		n, es = x.secrets.network(n), x.secrets.egress()
+	case len(cfg.Secrets) > 0:
+		return errors.New("sandbox: the configuration has secrets, but they were not loaded (sandbox.LoadSecrets) and given to the execution")
+	}
 	var err error
-	x.net, err = attachNetwork(x.spec, n, x.audit)
+	x.net, err = attachNetwork(x.spec, n, x.audit, es)
+	if x.net != nil && x.secrets != nil {
+		x.net.redact = x.secrets.redact
+	}
 	return err
+}
+
+// protect puts the placeholders and the trusted certificates in the jail,
+// and the real values' redaction on what leaves it for the caller.
+func (x *execution) protect() {
+	s := x.secrets
+	x.spec.Env = setEnv(x.spec.Env, s.env())
+	x.spec.Files = append(slices.Clone(x.spec.Files), jail.File{Path: trustFile, Data: s.bundle, Over: hostBundles})
+	// The caller's own writers get the output as it comes, redacted as
+	// it goes; captured output is redacted in finish.
+	shared := x.stdout == nil && x.stderr == nil && sameWriter(x.spec.Stdout, x.spec.Stderr)
+	if x.stdout == nil && x.spec.Stdout != nil {
+		r := newRedactor(s.set, x.spec.Stdout)
+		x.streams = append(x.streams, r)
+		x.spec.Stdout = r
+		if shared {
+			x.spec.Stderr = r // one writer for both stays one (one output limit)
+		}
+	}
+	if x.stderr == nil && x.spec.Stderr != nil && !shared {
+		r := newRedactor(s.set, x.spec.Stderr)
+		x.streams = append(x.streams, r)
+		x.spec.Stderr = r
+	}
+	if x.tools != nil {
+		x.tools.redact = s.set.Redact
+	}
 }
 
 // begin marks the moment the execution's work starts: it gets its id, and
@@ -154,7 +205,7 @@ func (x *execution) run(ctx context.Context, cfg *config.Config) (*Result, error
 	if x.err != nil {
 		return x.finish(nil, x.err)
 	}
-	if err := x.attach(&cfg.Network); err != nil {
+	if err := x.attach(cfg); err != nil {
 		return x.finish(nil, err)
 	}
 	return x.finish(jail.Run(ctx, x.spec))
@@ -164,6 +215,7 @@ func (x *execution) run(ctx context.Context, cfg *config.Config) (*Result, error
 // execution and its violations in the audit trail.
 func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	x.release()
+	err = x.secrets.redactErr(err)
 	if err != nil {
 		x.ev.Error = err.Error()
 		_ = x.audit.Log(x.ev)
@@ -197,7 +249,28 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 		o := outcome(x.report.Bytes())
 		out.Result, out.Error = o.Result, o.Error
 	}
+	x.redact(out)
 	return out, nil
+}
+
+// redact is the last line of defence: no real value of a secret leaves in
+// a result, whatever went wrong before.
+func (x *execution) redact(out *Result) {
+	e := x.secrets
+	if e == nil {
+		return
+	}
+	out.Stdout, out.Stderr = e.redact(out.Stdout), e.redact(out.Stderr)
+	if out.Result != nil {
+		out.Result = e.set.Redact(out.Result)
+	}
+	if out.Error != nil {
+		out.Error.Name, out.Error.Message, out.Error.Stack = e.redact(out.Error.Name), e.redact(out.Error.Message), e.redact(out.Error.Stack)
+	}
+	for i := range out.Violations {
+		v := &out.Violations[i]
+		v.Host, v.Reason = e.redact(v.Host), e.redact(v.Reason)
+	}
 }
 
 // release ends what the execution holds besides its jail, once the jail is
@@ -207,6 +280,10 @@ func (x *execution) release() {
 	if x.tools != nil {
 		x.tools.stop()
 	}
+	for _, r := range x.streams {
+		r.close()
+	}
+	x.streams = nil
 }
 
 // programSpec is the jail that runs a program.
@@ -245,6 +322,9 @@ func CheckConfig(cfg *config.Config) error {
 		return err
 	}
 	if err := checkServers(cfg); err != nil {
+		return err
+	}
+	if err := checkSecrets(cfg); err != nil {
 		return err
 	}
 	_, err := NetworkPolicy(&cfg.Network)

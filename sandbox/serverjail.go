@@ -31,7 +31,7 @@ func serverStart(name string, s config.Server, allowDegraded []string, w *audit.
 		n := s.JailNetwork()
 		// The server's network decisions are enforced and audited like an
 		// execution's, under the server's name: there is no execution.
-		log, err := attachNetwork(spec, &n, w)
+		log, err := attachNetwork(spec, &n, w, nil)
 		if err != nil {
 			return nil, fmt.Errorf("servers.%s.network: %w", name, err)
 		}

@@ -33,7 +33,7 @@ type execFlags struct {
 	config, timeout, memory, tmpSize, maxOutput, workspace, audit string
 	pids                                                          int
 	cpus                                                          float64
-	ro, env, degraded, allowNet                                   listFlag
+	ro, env, degraded, allowNet, secret                           listFlag
 	json, unsafeWorkspace                                         bool
 }
 
@@ -53,6 +53,7 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print one JSON result object instead of streaming")
 	fs.StringVar(&f.audit, "audit", "", "append the audit trail (NDJSON: the execution, each denied operation) to this `FILE`")
 	fs.Var(&f.allowNet, "allow-net", "let the code reach `HOST[:PORT]` (a name, *.domain, an IP or CIDR; default ports 80 and 443; repeatable); '*' allows every public name")
+	fs.Var(&f.secret, "secret", "`NAME=SOURCE@HOST,...`: the code sees NAME as a placeholder, which only HOSTs (rules as for --allow-net) receive as the value of SOURCE, env:VAR or file:/path, over TLS (repeatable)")
 	fs.Var(&f.degraded, "allow-degraded", "`LAYER,...` that may be missing: "+strings.Join(config.DegradableLayers, ", "))
 }
 
@@ -121,6 +122,21 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 				}
 				cfg.Network.Allow = append(cfg.Network.Allow, h)
 			}
+		case "secret":
+			if cfg.Secrets == nil {
+				cfg.Secrets = map[string]config.Secret{}
+			}
+			for _, v := range f.secret {
+				// Hosts hold no '@'; a file's path may.
+				name, rest, ok := strings.Cut(v, "=")
+				i := strings.LastIndexByte(rest, '@')
+				if !ok || i < 0 {
+					// Nothing of it is quoted: it may hold the value, given by mistake.
+					err = errors.New("want NAME=env:VAR@HOST[,HOST] or NAME=file:/path@HOST[,HOST]")
+					break
+				}
+				cfg.Secrets[name] = config.Secret{From: rest[:i], Hosts: strings.Split(rest[i+1:], ",")}
+			}
 		case "allow-degraded":
 			for _, l := range f.degraded {
 				s.AllowDegraded = append(s.AllowDegraded, strings.Split(l, ",")...)
@@ -186,6 +202,13 @@ func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func
 		}()
 		st.Audit = w
 	}
+	// Read once, before anything runs: a missing source is an error now.
+	sec, err := sandbox.LoadSecrets(cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "crucible: %v\n", err)
+		return ExitUsage
+	}
+	st.Secrets = sec
 	// The configured tool servers, for this one execution: each starts on
 	// the code's first call of it, and stops when the execution is done.
 	tools, err := sandbox.NewTools(cfg, st.Audit)

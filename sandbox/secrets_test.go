@@ -1,0 +1,193 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
+)
+
+const testValue = "sk-live-0123456789abcdef"
+
+// LoadSecrets refuses every source it cannot use with one line that names
+// the setting, and never the value or the file's path.
+func TestLoadSecretsErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Setenv("CRUCIBLE_TEST_SHORT", "short")
+	t.Setenv("CRUCIBLE_TEST_OK", testValue)
+	t.Setenv("CRUCIBLE_TEST_EMPTY", "")
+	long := strings.Repeat("x", 5000)
+	t.Setenv("CRUCIBLE_TEST_LONG", long)
+	noCerts := write("nocerts.pem", "not a certificate\n")
+	for _, tc := range []struct {
+		name, from, ca, want string
+	}{
+		{"unset", "env:CRUCIBLE_TEST_UNSET", "", `secrets["TOKEN"].from: the environment variable CRUCIBLE_TEST_UNSET is not set, or empty`},
+		{"empty env", "env:CRUCIBLE_TEST_EMPTY", "", `secrets["TOKEN"].from: the environment variable CRUCIBLE_TEST_EMPTY is not set, or empty`},
+		{"short", "env:CRUCIBLE_TEST_SHORT", "", `secrets["TOKEN"].from: the value is shorter than 8 bytes, too short to replace safely`},
+		{"long", "env:CRUCIBLE_TEST_LONG", "", `secrets["TOKEN"].from: the value is longer than 4096 bytes`},
+		{"missing file", "file:" + filepath.Join(dir, "private-name"), "", `secrets["TOKEN"].from: the file cannot be read: no such file or directory`},
+		{"empty file", "file:" + write("empty", "\n"), "", `secrets["TOKEN"].from: the file is empty`},
+		{"ca missing", "env:CRUCIBLE_TEST_OK", filepath.Join(dir, "private-ca"), `network.upstream_ca: the file cannot be read: no such file or directory`},
+		{"ca without certs", "env:CRUCIBLE_TEST_OK", noCerts, `network.upstream_ca: the file holds no PEM certificate`},
+	} {
+		cfg := config.Default()
+		cfg.Secrets = map[string]config.Secret{"TOKEN": {From: tc.from, Hosts: []string{"api.example.com"}}}
+		cfg.Network.UpstreamCA = tc.ca
+		s, err := LoadSecrets(cfg)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: err = %v, want %s", tc.name, err, tc.want)
+		}
+		if s != nil {
+			t.Errorf("%s: secrets returned with an error", tc.name)
+		}
+		if err != nil && (strings.Contains(err.Error(), "short") && tc.name != "short" || strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), "xxxxxxxx")) {
+			t.Errorf("%s: the error holds a value or a path: %v", tc.name, err)
+		}
+	}
+
+	// Two secrets of one value: named both, the value not.
+	cfg := config.Default()
+	cfg.Secrets = map[string]config.Secret{
+		"A": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"a.example.com"}},
+		"B": {From: "file:" + write("b", testValue+"\n"), Hosts: []string{"b.example.com"}},
+	}
+	if _, err := LoadSecrets(cfg); err == nil || !strings.Contains(err.Error(), `"A" and "B" have the same value`) || strings.Contains(err.Error(), testValue) {
+		t.Errorf("one value twice: %v", err)
+	}
+	// A host rule that does not compile is named by its key.
+	cfg.Secrets = map[string]config.Secret{"A": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"ok.example.com", "*.com"}}}
+	if _, err := LoadSecrets(cfg); err == nil || !strings.HasPrefix(err.Error(), `secrets["A"].hosts[1]: "*.com": `) {
+		t.Errorf("a bad host rule: %v", err)
+	}
+	if err := CheckConfig(cfg); err == nil || !strings.HasPrefix(err.Error(), `secrets["A"].hosts[1]: "*.com": `) {
+		t.Errorf("CheckConfig, a bad host rule: %v", err)
+	}
+	if s, err := LoadSecrets(config.Default()); s != nil || err != nil {
+		t.Errorf("no secrets: %v, %v", s, err)
+	}
+}
+
+// What an execution with secrets gets: placeholders of its own in its
+// environment, the trusted certificates, the secrets' hosts allowed, and
+// each secret for its own hosts only.
+func TestExecutionSecrets(t *testing.T) {
+	t.Setenv("CRUCIBLE_TEST_OK", testValue)
+	t.Setenv("CRUCIBLE_TEST_OTHER", "another-value-0123")
+	cfg := config.Default()
+	cfg.Sandbox.Env = map[string]string{"SSL_CERT_FILE": "/mine.pem"}
+	cfg.Secrets = map[string]config.Secret{
+		"TOKEN": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"api.example.com", "*.up.example.com:8443"}},
+		"OTHER": {From: "env:CRUCIBLE_TEST_OTHER", Hosts: []string{"other.example.com"}},
+	}
+	s, err := LoadSecrets(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s}, false), newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s}, false)
+	for _, x := range []*execution{a, b} {
+		if err := x.attach(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := func(x *execution, k string) string {
+		for _, kv := range x.spec.Env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	pa, pb := env(a, "TOKEN"), env(b, "TOKEN")
+	if len(pa) != len(testValue) || pa == testValue || pa == pb {
+		t.Errorf("placeholders %q and %q: want the value's length, not the value, one per execution", pa, pb)
+	}
+	if !slices.IsSorted(a.spec.Env) || env(a, "SSL_CERT_FILE") != trustFile || env(a, "DENO_CERT") != trustFile {
+		t.Errorf("env %q: want sorted, the trust file over the config's", a.spec.Env)
+	}
+	if strings.Contains(strings.Join(a.spec.Env, " "), testValue) {
+		t.Error("the value is in the environment")
+	}
+	i := slices.IndexFunc(a.spec.Files, func(f jail.File) bool { return f.Path == trustFile })
+	if i < 0 || !bytes.Contains(a.spec.Files[i].Data, s.ca.PEM()) || !slices.Contains(a.spec.Files[i].Over, "/etc/ssl/certs/ca-certificates.crt") {
+		t.Error("the jail does not trust the CA")
+	}
+	if a.spec.Network == nil {
+		t.Error("no network: the secrets' hosts must be reachable without network.allow")
+	}
+	for _, tc := range []struct {
+		name string
+		port uint16
+		want []string
+	}{
+		{"api.example.com", 443, []string{"TOKEN"}},
+		{"api.example.com", 8443, nil},
+		{"x.up.example.com", 8443, []string{"TOKEN"}},
+		{"other.example.com", 443, []string{"OTHER"}},
+		{"evil.example.com", 443, nil},
+	} {
+		if got := a.secrets.forHost(tc.name, tc.port); !slices.Equal(got, tc.want) {
+			t.Errorf("for %s:%d = %q, want %q", tc.name, tc.port, got, tc.want)
+		}
+	}
+
+	// Redaction: the value in any form becomes the placeholder, and an
+	// error keeps its type.
+	se := &SetupError{Layer: "mount", Msg: "no " + testValue, Detail: testValue}
+	err = a.secrets.redactErr(se)
+	if !errors.As(err, &se) || strings.Contains(err.Error(), testValue) || se.Detail != pa {
+		t.Errorf("redacted error %v (%+v)", err, se)
+	}
+	out := &Result{Stdout: "x" + testValue, Result: []byte(`"` + testValue + `"`), Violations: []Violation{{Reason: testValue}}}
+	a.redact(out)
+	if out.Stdout != "x"+pa || string(out.Result) != `"`+pa+`"` || out.Violations[0].Reason != pa {
+		t.Errorf("redacted result %+v", out)
+	}
+
+	// Secrets in the configuration, none given: refused.
+	x := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{}, false)
+	if err := x.attach(cfg); err == nil || !strings.Contains(err.Error(), "LoadSecrets") {
+		t.Errorf("secrets not loaded: %v", err)
+	}
+}
+
+// The streaming redactor finds a value cut across writes, and passes the
+// rest on as it was.
+func TestRedactor(t *testing.T) {
+	t.Setenv("CRUCIBLE_TEST_OK", testValue)
+	cfg := config.Default()
+	cfg.Secrets = map[string]config.Secret{"TOKEN": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"api.example.com"}}}
+	s, err := LoadSecrets(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.forExecution()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	r := newRedactor(e.set, &out)
+	for _, p := range []string{"a" + testValue[:5], testValue[5:] + "b\n", "c"} {
+		if _, err := r.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.close()
+	ph, _ := e.set.Placeholder("TOKEN")
+	if out.String() != "a"+ph+"b\nc" {
+		t.Errorf("got %q, want %q", out.String(), "a"+ph+"b\nc")
+	}
+}
