@@ -34,6 +34,7 @@ const usage = `crucible runs untrusted code in a fresh, fail-closed Linux sandbo
 Usage:
   crucible exec [flags] -- CMD [ARGS...]   run a command in a new jail
   crucible run [flags] FILE|-              run a TypeScript, JavaScript or Python program in a new jail
+  crucible serve [--http ADDR]            serve MCP (execute, search_tools) on stdio or HTTP
   crucible tools [--json | --ts]           list the tools of the configured MCP servers
   crucible doctor                          check what this kernel supports
   crucible version                         print the version
@@ -52,6 +53,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return runExec(ctx, args[1:], env)
 	case "run":
 		return runRun(ctx, args[1:], env)
+	case "serve":
+		return runServe(ctx, args[1:], env)
 	case "tools":
 		return runTools(ctx, args[1:], env)
 	case "doctor":

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/mcpserver"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+const serveUsage = `Usage: crucible serve [--config FILE] [--http ADDR] [--metrics ADDR]
+
+Serves MCP in "code mode": an agent gets two tools, search_tools (find the
+tools of the configured MCP servers) and execute (run a program that calls
+them, in a fresh jail). Without --http it speaks MCP on stdin and stdout,
+for Claude Desktop, Claude Code and other clients that start it.
+
+With --http it serves Streamable HTTP at http://ADDR/mcp, plus /healthz,
+/readyz and /metrics. Every request to /mcp needs "Authorization: Bearer T":
+T is $CRUCIBLE_TOKEN, else serve.token (or one of serve.tokens) from the
+config; with neither, serve makes a token and prints it once on stderr,
+which it refuses to do for an address that is not loopback.
+
+Flags:
+`
+
+func runServe(ctx context.Context, args []string, env Env) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfgFile := fs.String("config", "", "read settings from this crucible.yaml")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP on this `ADDR` (host:port) instead of stdio")
+	metricsAddr := fs.String("metrics", "", "with stdio, serve /healthz, /readyz and /metrics on this `ADDR`")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, env); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(env.Stderr, "crucible serve: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(env.Stderr, "crucible serve: "+format+"\n", a...)
+		return ExitUsage
+	}
+	cfg := config.Default()
+	if *cfgFile != "" {
+		var err error
+		if cfg, err = config.Load(*cfgFile); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if err := sandbox.CheckConfig(cfg); err != nil {
+		return fail("%v", err)
+	}
+	var tokens []string
+	if *httpAddr != "" {
+		var err error
+		if tokens, err = serveTokens(cfg, *httpAddr, env); err != nil {
+			return fail("%v", err)
+		}
+	}
+	warn(cfg, env)
+
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var aw *audit.Writer
+	if cfg.Audit.File != "" {
+		w, err := audit.Open(cfg.Audit.File)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer func() {
+			if err := w.Close(); err != nil {
+				fmt.Fprintf(env.Stderr, "crucible serve: closing the audit log: %v\n", err)
+			}
+		}()
+		aw = w
+	}
+	tools, err := sandbox.NewTools(cfg, aw)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer tools.Close()
+	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Logger: log, Version: Version})
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer func() { _ = srv.Close() }() // stops the executions, deletes the workspaces
+
+	if *httpAddr == "" {
+		if *metricsAddr != "" {
+			stop, err := listen(ctx, *metricsAddr, srv.OpsHandler(), env)
+			if err != nil {
+				return fail("--metrics: %v", err)
+			}
+			defer stop()
+		}
+		if err := srv.ServeStdio(ctx, env.Stdin, env.Stdout); err != nil && !errors.Is(err, context.Canceled) {
+			return fail("%v", err)
+		}
+		return ExitOK
+	}
+	stop, err := listen(ctx, *httpAddr, srv.Handler(tokens), env)
+	if err != nil {
+		return fail("--http: %v", err)
+	}
+	defer stop()
+	<-ctx.Done()
+	return ExitOK
+}
+
+// serveTokens are the bearer tokens the HTTP server takes: CRUCIBLE_TOKEN,
+// else those of the config, else one made now and printed once.
+func serveTokens(cfg *config.Config, addr string, env Env) ([]string, error) {
+	if t := os.Getenv("CRUCIBLE_TOKEN"); t != "" {
+		if !config.TokenOK(t) {
+			return nil, errors.New("CRUCIBLE_TOKEN must be at least 16 characters, without spaces or line breaks")
+		}
+		return append([]string{t}, cfg.Serve.Tokens...), nil
+	}
+	var tokens []string
+	if cfg.Serve.Token != "" {
+		tokens = append(tokens, cfg.Serve.Token)
+	}
+	tokens = append(tokens, cfg.Serve.Tokens...)
+	if len(tokens) > 0 {
+		return tokens, nil
+	}
+	if !mcpserver.Loopback(addr) {
+		return nil, fmt.Errorf("--http %s is not a loopback address: set a token (CRUCIBLE_TOKEN or serve.token) for the clients to present", addr)
+	}
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	t := hex.EncodeToString(b)
+	fmt.Fprintf(env.Stderr, "crucible serve: clients must send \"Authorization: Bearer %s\" (set CRUCIBLE_TOKEN to choose it)\n", t)
+	return []string{t}, nil
+}
+
+// listen serves h on addr until ctx ends or stop is called.
+func listen(ctx context.Context, addr string, h http.Handler, env Env) (stop func(), err error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	go func() { _ = hs.Serve(l) }()
+	fmt.Fprintf(env.Stderr, "crucible serve: listening on http://%s\n", l.Addr())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}, nil
+}

@@ -1,0 +1,359 @@
+package mcpserver
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+// executeIn is execute's arguments.
+type executeIn struct {
+	Code      string `json:"code"`
+	Language  string `json:"language,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// executeOut is execute's structured result.
+type executeOut struct {
+	ExitCode   int                 `json:"exit_code"`
+	Stdout     string              `json:"stdout"`
+	Stderr     string              `json:"stderr"`
+	Result     json.RawMessage     `json:"result"`
+	Error      *programError       `json:"error"`
+	Violations []sandbox.Violation `json:"violations"`
+	ToolCalls  []sandbox.ToolCall  `json:"tool_calls"`
+	DurationMS int64               `json:"duration_ms"`
+	Workspace  string              `json:"workspace"`
+	LimitsHit  []string            `json:"limits_hit"`
+	Truncated  bool                `json:"truncated"`
+}
+
+type programError struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+	Stack   string `json:"stack,omitempty"`
+}
+
+// languages are execute's languages, by the name the model gives, with the
+// file name the program's errors call it by.
+var languages = map[string]string{"ts": "execute.ts", "js": "execute.js", "py": "execute.py", "deno": "execute.ts"}
+
+// maxCode bounds a program's source.
+const maxCode = 1 << 20
+
+func executeTool() *mcp.Tool {
+	str := func(d string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: d} }
+	obj := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "object"} }
+	return &mcp.Tool{
+		Name:  "execute",
+		Title: "Run a program in a sandbox",
+		Description: "Runs a program in a fresh, locked-down sandbox and returns its output, its result and what it was refused. " +
+			"The program calls MCP tools as `await tools.<server>.<tool>({...})` (TypeScript/JavaScript) or `tools.<server>.<tool>(...)` after `from crucible import tools` (Python); " +
+			"use search_tools to find them. A final `return` gives the result. /workspace persists for the next execute given the result's workspace handle.",
+		InputSchema: &jsonschema.Schema{
+			Type:     "object",
+			Required: []string{"code"},
+			Properties: map[string]*jsonschema.Schema{
+				"code":      str("The program's source."),
+				"language":  {Type: "string", Enum: []any{"ts", "js", "py", "deno"}, Description: `The program's language; default "ts" (TypeScript).`},
+				"workspace": str("A workspace handle from an earlier result, to run in the same /workspace."),
+			},
+			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+		},
+		OutputSchema: &jsonschema.Schema{
+			Type:     "object",
+			Required: []string{"exit_code", "stdout", "stderr", "violations", "tool_calls", "duration_ms", "workspace"},
+			Properties: map[string]*jsonschema.Schema{
+				"exit_code":   {Type: "integer", Description: "The program's exit code; 124 when its time ran out."},
+				"stdout":      str("What the program printed."),
+				"stderr":      str("What the program printed as errors."),
+				"result":      {Description: "The program's value (its final return), as JSON; null if none."},
+				"error":       {Types: []string{"object", "null"}, Description: "The program's uncaught error: name, message, stack."},
+				"violations":  {Type: "array", Items: obj(), Description: "Operations the sandbox refused, with the reason."},
+				"tool_calls":  {Type: "array", Items: obj(), Description: "The tool calls the program made, in order."},
+				"duration_ms": {Type: "integer"},
+				"workspace":   str("The handle of this execution's /workspace, to pass back as execute's workspace."),
+				"limits_hit":  {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Limits reached: timeout, memory, pids, output."},
+				"truncated":   {Type: "boolean", Description: "Whether output was cut at the output limit."},
+			},
+		},
+	}
+}
+
+// executeHandler runs execute: checks, limits, a workspace, the sandbox.
+func (s *Server) executeHandler(stateless bool) mcp.ToolHandlerFor[executeIn, *executeOut] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in executeIn) (*mcp.CallToolResult, *executeOut, error) {
+		began := time.Now()
+		out, err := s.execute(ctx, req, in, stateless)
+		s.stats.execution(out, err, time.Since(began))
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{
+			Content: []mcp.Content{&mcp.TextContent{Text: summary(out)}},
+			IsError: out.ExitCode != 0 || out.Error != nil,
+		}, out, nil
+	}
+}
+
+func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in executeIn, stateless bool) (*executeOut, error) {
+	file, ok := languages[cmp.Or(in.Language, "ts")]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("language %q: want ts, js, py or deno", truncate(in.Language, 16))
+	case strings.TrimSpace(in.Code) == "":
+		return nil, errors.New("code is empty")
+	case len(in.Code) > maxCode:
+		return nil, fmt.Errorf("code is larger than %d KiB", maxCode>>10)
+	}
+	client := clientOf(req)
+	if err := s.rate.allow(client); err != nil {
+		return nil, err
+	}
+	// A session's executions end with it; a request's with the request.
+	var se *session
+	if !stateless {
+		se = s.sessionOf(req.Session)
+		var cancel context.CancelFunc
+		ctx, cancel = joinContext(ctx, se.ctx)
+		defer cancel()
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = joinContext(ctx, s.ctx)
+		defer cancel()
+	}
+	if done := s.requestDone(req); done != nil {
+		// The HTTP request that asked is gone: nobody will read the answer.
+		var cancel context.CancelFunc
+		ctx, cancel = joinDone(ctx, done)
+		defer cancel()
+	}
+	ws, err := s.workspaceFor(in.Workspace, client, se)
+	if err != nil {
+		return nil, err
+	}
+	defer s.spaces.release(ws)
+
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.gate.leave()
+
+	cfg := *s.cfg
+	cfg.Sandbox.Workspace = ws.dir
+	prog, err := sandbox.Program(&cfg, cmp.Or(in.Language, "ts"), []byte(in.Code), file)
+	if err != nil {
+		return nil, err
+	}
+	stop := s.progress(ctx, req)
+	res, err := sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools})
+	stop()
+	if err != nil {
+		return nil, s.runError(err)
+	}
+	out := &executeOut{
+		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
+		Result: res.Result, Violations: res.Violations, ToolCalls: res.ToolCalls,
+		DurationMS: res.DurationMS, Workspace: ws.handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
+	}
+	if len(out.Result) == 0 {
+		out.Result = json.RawMessage("null")
+	}
+	if res.Error != nil {
+		out.Error = &programError{Name: res.Error.Name, Message: res.Error.Message, Stack: res.Error.Stack}
+	}
+	return out, nil
+}
+
+// workspaceFor finds the workspace an execution runs in: the handle given,
+// else its session's, else a fresh one.
+func (s *Server) workspaceFor(handle, client string, se *session) (*workspace, error) {
+	if handle != "" {
+		return s.spaces.acquire(handle, client)
+	}
+	if se == nil {
+		return s.spaces.create(client)
+	}
+	s.mu.Lock()
+	h := se.handle
+	s.mu.Unlock()
+	if h != "" {
+		if ws, err := s.spaces.acquire(h, client); err == nil {
+			return ws, nil
+		}
+		// Expired while the session idled: the session starts afresh.
+	}
+	ws, err := s.spaces.create(client)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	se.handle = ws.handle
+	s.mu.Unlock()
+	return ws, nil
+}
+
+// errRun marks the errors of executions that the sandbox could not run (as
+// opposed to calls refused before).
+var errRun = errors.New("the execution did not run")
+
+type runError struct{ msg string }
+
+func (e *runError) Error() string { return e.msg }
+func (e *runError) Unwrap() error { return errRun }
+
+// runError is what the model is told of an execution that did not run.
+func (s *Server) runError(err error) error {
+	var se *sandbox.SetupError
+	switch {
+	case errors.As(err, &se):
+		// Its detail may name host paths: the operator's log only.
+		s.log.Error("an execution could not be set up", "layer", se.Layer, "detail", se.Detail, "error", se.Error())
+		return &runError{"the sandbox could not be set up: " + se.Error()}
+	case errors.Is(err, context.Canceled):
+		return &runError{"cancelled: the execution was stopped and its jail removed"}
+	}
+	s.log.Error("an execution failed", "error", err)
+	return &runError{"the execution failed to run; the server's log says why"}
+}
+
+// progress sends a progress notification every ProgressEvery while the
+// execution runs, if the client asked for them: clients give up on a call
+// that is silent for long (often 60s).
+func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) (stop func()) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.o.ProgressEvery)
+		defer t.Stop()
+		began := time.Now()
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token, Progress: float64(n),
+					Message: fmt.Sprintf("running for %s", time.Since(began).Round(time.Second)),
+				})
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// requestDone is closed when the HTTP request that carries req is gone;
+// nil for stdio.
+func (s *Server) requestDone(req *mcp.CallToolRequest) <-chan struct{} {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return nil
+	}
+	if id := req.Extra.Header.Get(requestHeader); id != "" {
+		return s.requests.done(id)
+	}
+	return nil
+}
+
+// clientOf names the client of a request, for its rate limit and its
+// workspaces: its bearer token's, or the stdio connection's.
+func clientOf(req *mcp.CallToolRequest) string {
+	if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		return req.Extra.TokenInfo.UserID
+	}
+	return "stdio"
+}
+
+// tokenID is the client key of a bearer token: a hash, so that no token is
+// kept in the server's maps or logs.
+func tokenID(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return "token:" + hex.EncodeToString(h[:8])
+}
+
+// summary is the text the model reads of a result.
+func summary(o *executeOut) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit %d in %d ms", o.ExitCode, o.DurationMS)
+	if len(o.LimitsHit) > 0 {
+		fmt.Fprintf(&b, " (limits hit: %s)", strings.Join(o.LimitsHit, ", "))
+	}
+	b.WriteString("\n")
+	if string(o.Result) != "null" {
+		fmt.Fprintf(&b, "result: %s\n", truncate(string(o.Result), maxText))
+	}
+	if o.Error != nil {
+		fmt.Fprintf(&b, "error: %s: %s\n", o.Error.Name, truncate(o.Error.Message, maxText))
+	}
+	if o.Stdout != "" {
+		fmt.Fprintf(&b, "stdout:\n%s\n", truncate(o.Stdout, maxText))
+	}
+	if o.Stderr != "" {
+		fmt.Fprintf(&b, "stderr:\n%s\n", truncate(o.Stderr, maxText))
+	}
+	for _, v := range o.Violations {
+		what := v.Kind
+		if v.Host != "" {
+			what += " " + v.Host
+		} else if v.Syscall != "" {
+			what += " " + v.Syscall
+		}
+		fmt.Fprintf(&b, "refused: %s: %s\n", what, v.Reason)
+	}
+	if len(o.ToolCalls) > 0 {
+		fmt.Fprintf(&b, "tool calls: %d\n", len(o.ToolCalls))
+	}
+	fmt.Fprintf(&b, "workspace: %s\n", o.Workspace)
+	return b.String()
+}
+
+// maxText bounds each part of the text summary; the structured content
+// has all of it.
+const maxText = 8 << 10
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "... (cut; see the structured result)"
+}
+
+// joinContext is ctx, also cancelled when other is.
+func joinContext(ctx, other context.Context) (context.Context, context.CancelFunc) {
+	return joinDone(ctx, other.Done())
+}
+
+// joinDone is ctx, also cancelled when done is closed.
+func joinDone(ctx context.Context, done <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-stop:
+		}
+	}()
+	return ctx, func() {
+		close(stop)
+		cancel()
+	}
+}

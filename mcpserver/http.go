@@ -1,0 +1,198 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServeStdio serves one client on in and out (the process's stdin and
+// stdout) until it disconnects or ctx ends. A JSON-RPC line longer than
+// the request body bound is refused, as over HTTP.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.sessionful.Run(ctx, &mcp.IOTransport{
+		Reader: io.NopCloser(in), Writer: nopWriteCloser{out},
+		MaxLineLength: int(s.cfg.Serve.MaxBody),
+	})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// ServeTransport serves one client on t (a test's in-memory transport, or
+// any other), as ServeStdio does.
+func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	return s.sessionful.Run(ctx, t)
+}
+
+// Two eras of MCP over HTTP live at one endpoint. A 2025-11-25 client (or
+// older) starts with initialize and holds a session (Mcp-Session-Id); the
+// SDK serves it statefully, a session's executions sharing its workspace.
+// A 2026-07-28 client is stateless: every request says its version in the
+// MCP-Protocol-Version header and carries no session id; the SDK serves
+// that version only in stateless mode, so such requests go to a stateless
+// handler of their own, where the workspace handle is the only state.
+const statelessVersion = "2026-07-28"
+
+// requestHeader carries, from our middleware to the tool handler, the id
+// of the HTTP request that carries a call, so that a call whose request is
+// gone (the client hung up) stops its execution. Whatever a client sends
+// in it is overwritten.
+const requestHeader = "X-Crucible-Request"
+
+// Handler is the HTTP face of the server: MCP at /mcp (bearer token
+// required, Origin checked), and /healthz, /readyz and /metrics.
+func (s *Server) Handler(tokens []string) http.Handler {
+	maxBody := int64(s.cfg.Serve.MaxBody)
+	sessionful := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sessionful }, &mcp.StreamableHTTPOptions{
+		Logger:              s.log,
+		SessionTimeout:      time.Duration(s.cfg.Serve.WorkspaceTTL),
+		MaxRequestBodyBytes: maxBody,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.stateless }, &mcp.StreamableHTTPOptions{
+		Logger:                       s.log,
+		Stateless:                    true,
+		MaxRequestBodyBytes:          maxBody,
+		PropagateRequestCancellation: true,
+	})
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		id, forget := s.requests.add(r.Context().Done())
+		defer forget()
+		r.Header.Set(requestHeader, id)
+		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("MCP-Protocol-Version") >= statelessVersion {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessionful.ServeHTTP(w, r)
+	})
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		for _, t := range tokens {
+			if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
+				return &auth.TokenInfo{UserID: tokenID(t)}, nil
+			}
+		}
+		return nil, auth.ErrInvalidToken
+	}
+	mcpHandler := s.checkOrigin(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route))
+
+	mux := s.ops()
+	mux.Handle("/mcp", mcpHandler)
+	return mux
+}
+
+// OpsHandler serves /healthz, /readyz and /metrics only (beside stdio).
+func (s *Server) OpsHandler() http.Handler { return s.ops() }
+
+func (s *Server) ops() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", s.stats.handler())
+	return mux
+}
+
+// ready answers 200 when every configured MCP server lists its tools.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	tools, err := s.o.Tools.List(ctx)
+	if err != nil {
+		http.Error(w, "not ready: servers not listing their tools: "+unlisted(s.o.Tools.Servers(), tools), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// checkOrigin refuses a request from a browser page of another origin: the
+// SDK's own guard checks only Host (DNS rebinding), and a page may post to
+// a local server.
+func (s *Server) checkOrigin(next http.Handler) http.Handler {
+	allowed := s.cfg.Serve.AllowedOrigins
+	if len(allowed) == 0 {
+		allowed = []string{"http://localhost", "http://127.0.0.1", "http://[::1]"}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, allowed) {
+			http.Error(w, "Forbidden: this origin may not use the server (serve.allowed_origins)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed reports whether origin is one of allowed, where an allowed
+// origin without a port allows every port of its host.
+func originAllowed(origin string, allowed []string) bool {
+	o, err := url.Parse(origin)
+	if err != nil || o.Host == "" || o.Path != "" || o.User != nil {
+		return false
+	}
+	for _, a := range allowed {
+		u, err := url.Parse(a)
+		if err != nil || !strings.EqualFold(u.Scheme, o.Scheme) {
+			continue
+		}
+		if strings.EqualFold(u.Host, o.Host) || (u.Port() == "" && strings.EqualFold(u.Hostname(), o.Hostname())) {
+			return true
+		}
+	}
+	return false
+}
+
+// Loopback reports whether addr (host:port) listens on loopback only.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// requests maps the ids our middleware gives HTTP requests to their end.
+type requests struct {
+	mu sync.Mutex
+	m  map[string]<-chan struct{}
+}
+
+func (q *requests) add(done <-chan struct{}) (id string, forget func()) {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	id = hex.EncodeToString(b)
+	q.mu.Lock()
+	if q.m == nil {
+		q.m = map[string]<-chan struct{}{}
+	}
+	q.m[id] = done
+	q.mu.Unlock()
+	return id, func() {
+		q.mu.Lock()
+		delete(q.m, id)
+		q.mu.Unlock()
+	}
+}
+
+func (q *requests) done(id string) <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.m[id]
+}

@@ -1,0 +1,54 @@
+package mcpserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type searchIn struct {
+	Query  string `json:"query"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func searchTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  "search_tools",
+		Title: "Find the tools a program can call",
+		Description: "Searches the tools of the connected MCP servers that execute's programs can call, best match first. " +
+			`detail "names" lists them, "summary" (the default) adds their parameters and purpose, "full" gives their TypeScript declarations. An empty query lists the servers.`,
+		InputSchema: &jsonschema.Schema{
+			Type:     "object",
+			Required: []string{"query"},
+			Properties: map[string]*jsonschema.Schema{
+				"query":  {Type: "string", Description: "Words that describe what the tool does, or its name."},
+				"detail": {Type: "string", Enum: []any{"names", "summary", "full"}, Description: `How much to say of each tool; default "summary".`},
+			},
+			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+		},
+	}
+}
+
+// listTimeout bounds how long a search waits for the servers to list their
+// tools (each is started on first use).
+const listTimeout = 30 * time.Second
+
+func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	tools, err := s.o.Tools.List(ctx)
+	var text string
+	if in.Query == "" {
+		text = renderServers(s.o.Tools.Servers(), tools)
+	} else {
+		text = render(rank(tools, in.Query), in.Detail)
+	}
+	if err != nil {
+		// Which servers could not be listed: their names, not why (the
+		// reason may name the operator's paths).
+		text += "\nSome servers could not list their tools now: " + unlisted(s.o.Tools.Servers(), tools) + "\n"
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+}

@@ -1,0 +1,195 @@
+// Package mcpserver is `crucible serve`: an MCP server in "code mode". An
+// agent gets two tools instead of hundreds: search_tools, to find what the
+// configured MCP servers offer, and execute, to run a program that calls
+// them in a fresh jail (the sandbox package), with the network policy,
+// limits and audit trail of the configuration.
+//
+// It speaks MCP over stdio ([Server.ServeStdio]) and Streamable HTTP
+// ([Server.Handler]), with the official Go SDK. It holds the server's own
+// state: workspaces by handle, the limits on executions, metrics. It knows
+// nothing of jails, networks or languages beyond what sandbox offers.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+// Options configure a Server. Config is required.
+type Options struct {
+	Config *config.Config
+	// Audit receives every execution's lines; nil records nothing.
+	Audit *audit.Writer
+	// Tools is the bridge to the configured MCP servers, which the caller
+	// closes after the Server; nil gives programs no tools.
+	Tools *sandbox.Tools
+	// Logger receives the server's own log lines; nil discards them.
+	Logger *slog.Logger
+	// Version is the server's version, as initialize reports it.
+	Version string
+	// ProgressEvery is how often a running execution sends a progress
+	// notification to a client that asked for them. Default 5s.
+	ProgressEvery time.Duration
+}
+
+// Server is one `crucible serve`: its MCP servers (one per way of being
+// reached) and the state they share.
+type Server struct {
+	o      Options
+	cfg    *config.Config
+	log    *slog.Logger
+	gate   *gate
+	rate   *rateLimiter
+	spaces *workspaces
+	stats  *metrics
+
+	// sessionful serves stdio and 2025-11-25 HTTP sessions: a session's
+	// executions share its workspace. stateless serves 2026-07-28
+	// requests: each execution without a handle gets a fresh workspace.
+	sessionful, stateless *mcp.Server
+
+	ctx    context.Context // ends every execution, on Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	requests requests // the HTTP requests being served
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+}
+
+// session is what an MCP session (stdio, or an HTTP session) holds: its
+// workspace, once it has run something.
+type session struct {
+	handle string
+	cancel context.CancelFunc // ends the session's executions
+	ctx    context.Context
+}
+
+// New makes a Server. Close it to stop its executions and delete its
+// workspaces.
+func New(o Options) (*Server, error) {
+	if o.Config == nil {
+		return nil, errors.New("mcpserver: no configuration")
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 5 * time.Second
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	root, err := os.MkdirTemp("", "crucible-workspaces-")
+	if err != nil {
+		return nil, fmt.Errorf("making the workspaces' directory: %w", err)
+	}
+	sv := &o.Config.Serve
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		o: o, cfg: o.Config, log: log,
+		gate:     newGate(sv.MaxConcurrent, time.Duration(sv.BusyWait)),
+		rate:     newRateLimiter(sv.Rate, sv.Burst),
+		spaces:   newWorkspaces(root, time.Duration(sv.WorkspaceTTL)),
+		stats:    newMetrics(),
+		ctx:      ctx,
+		cancel:   cancel,
+		sessions: map[*mcp.ServerSession]*session{},
+	}
+	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
+	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.count()) })
+	s.sessionful = s.newMCP(false)
+	s.stateless = s.newMCP(true)
+	s.wg.Add(1)
+	go s.sweep()
+	return s, nil
+}
+
+// Close stops every execution, waits for them, and deletes the workspaces.
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	s.spaces.close()
+	return os.Remove(s.spaces.root)
+}
+
+// sweep deletes idle workspaces, a few times per TTL.
+func (s *Server) sweep() {
+	defer s.wg.Done()
+	every := min(max(s.spaces.ttl/4, time.Second), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			s.spaces.sweep()
+		}
+	}
+}
+
+// instructions teach the model the tools API in a few lines.
+const instructions = `Crucible runs your code in a fresh, locked-down sandbox. Use it to call many tools in one step.
+
+1. search_tools {query} finds the tools of the connected MCP servers (detail "full" gives their TypeScript declarations; an empty query lists the servers).
+2. execute {code} runs a TypeScript program (language "js", "py" or "deno" for others). Call tools as: const r = await tools.<server>.<tool>({...args}); the value of a final "return" is the result. Python: from crucible import tools; tools.<server>.<tool>(...).
+3. Files written to /workspace stay for the next execute that passes back the result's "workspace" handle (and within one MCP session).
+
+Limits: each program has a time, memory and output limit, a bounded number of tool calls, and reaches only the network hosts the operator allowed. A refused operation is listed in "violations" with the reason: change the program rather than retry it.`
+
+// newMCP makes one of the server's MCP faces with its tools.
+func (s *Server) newMCP(stateless bool) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "crucible", Title: "Crucible", Version: s.o.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       s.log,
+	})
+	mcp.AddTool(srv, executeTool(), s.executeHandler(stateless))
+	mcp.AddTool(srv, searchTool(), s.search)
+	return srv
+}
+
+// sessionOf returns the state of the MCP session ss, made on first use; it
+// ends when the session does.
+func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se := s.sessions[ss]; se != nil {
+		return se
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	se := &session{ctx: ctx, cancel: cancel}
+	s.sessions[ss] = se
+	ended := make(chan struct{})
+	go func() {
+		_ = ss.Wait()
+		close(ended)
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-ended:
+		case <-s.ctx.Done():
+		}
+		cancel()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		h := se.handle
+		s.mu.Unlock()
+		if h != "" {
+			s.spaces.remove(h)
+		}
+	}()
+	return se
+}

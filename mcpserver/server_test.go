@@ -1,0 +1,431 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	// The jail re-executes this test binary; its children start here.
+	sandbox.Hook()
+	os.Exit(m.Run())
+}
+
+const (
+	tokenA = "test-token-aaaaaaaaaaaaaaaa"
+	tokenB = "test-token-bbbbbbbbbbbbbbbb"
+)
+
+// newServer makes a Server on the default configuration, changed by edit.
+func newServer(t *testing.T, edit func(*config.Config)) *Server {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Sandbox.Timeout = config.Duration(20 * time.Second)
+	if edit != nil {
+		edit(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := sandbox.NewTools(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Config: cfg, Tools: tools, Version: "test", ProgressEvery: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		tools.Close()
+	})
+	return s
+}
+
+// connect is a client session over an in-memory pipe: what stdio gives.
+func connect(t *testing.T, s *Server) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.ServeTransport(ctx, st)
+	}()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.Close()
+		cancel()
+		<-done
+	})
+	return cs
+}
+
+// bearer adds a token to each request.
+type bearer struct {
+	token, origin string
+	rt            http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	if b.origin != "" {
+		r.Header.Set("Origin", b.origin)
+	}
+	return b.rt.RoundTrip(r)
+}
+
+// serveHTTP serves s on a loopback port, taking tokens A and B.
+func serveHTTP(t *testing.T, s *Server) string {
+	t.Helper()
+	hs := httptest.NewServer(s.Handler([]string{tokenA, tokenB}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// connectHTTP is a client session over Streamable HTTP with token, speaking
+// version (a 2025-11-25 session, or "" for the SDK's newest: stateless).
+func connectHTTP(t *testing.T, url, token, version string) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{token: token, rt: http.DefaultTransport}}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// execute calls execute and decodes its structured result.
+func execute(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, *executeOut) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: args})
+	if err != nil {
+		t.Fatalf("execute %v: %v", args, err)
+	}
+	if res.StructuredContent == nil {
+		return res, nil
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out executeOut
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return res, &out
+}
+
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestToolsListed(t *testing.T) {
+	cs := connect(t, newServer(t, nil))
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		// A schema "true" (what the SDK infers for any) is refused by the
+		// TypeScript client: every property must be an object.
+		b, _ := json.Marshal(tool.OutputSchema)
+		if strings.Contains(string(b), ":true") {
+			t.Errorf("%s: output schema has a boolean schema: %s", tool.Name, b)
+		}
+	}
+	if strings.Join(names, ",") != "execute,search_tools" {
+		t.Errorf("tools = %v; want execute, search_tools", names)
+	}
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "tools.<server>.<tool>") {
+		t.Errorf("instructions do not teach the tools API: %q", ins)
+	}
+}
+
+func TestExecute(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	cs := connect(t, newServer(t, nil))
+	res, out := execute(t, cs, map[string]any{"code": `console.log("hi"); return {n: 6*7}`})
+	if res.IsError || out.ExitCode != 0 || string(out.Result) != `{"n":42}` || out.Stdout != "hi\n" {
+		t.Fatalf("execute = %+v (%s)", out, text(res))
+	}
+	if !strings.HasPrefix(out.Workspace, "ws_") || !strings.Contains(text(res), `result: {"n":42}`) {
+		t.Errorf("workspace %q, text %q", out.Workspace, text(res))
+	}
+
+	// A program that fails is an error result, with its error.
+	res, out = execute(t, cs, map[string]any{"code": `throw new TypeError("nope")`, "language": "js"})
+	if !res.IsError || out.Error == nil || out.Error.Name != "TypeError" {
+		t.Errorf("a throwing program: isError %v, %+v", res.IsError, out)
+	}
+	res, out = execute(t, cs, map[string]any{"code": "import sys\nprint('py')\nsys.exit(3)", "language": "py"})
+	if !res.IsError || out.ExitCode != 3 || out.Stdout != "py\n" {
+		t.Errorf("python exit 3: isError %v, %+v", res.IsError, out)
+	}
+
+	// Bad arguments are clear errors, not a crash.
+	for _, args := range []map[string]any{
+		{"code": ""}, {"code": "1", "language": "cobol"}, {"language": "ts"}, {"code": 5},
+		{"code": "1", "extra": true}, {"code": strings.Repeat("x", maxCode+1)},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: args})
+		if err != nil {
+			t.Errorf("%.60v: %v", args, err)
+			continue
+		}
+		if !res.IsError || text(res) == "" {
+			t.Errorf("%.60v: isError %v, %q", args, res.IsError, text(res))
+		}
+	}
+}
+
+func TestWorkspaces(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	s := newServer(t, nil)
+	url := serveHTTP(t, s)
+	a := connectHTTP(t, url, tokenA, "2025-11-25")
+
+	// A session's executions share its workspace.
+	_, w1 := execute(t, a, map[string]any{"code": `fs.writeTextFile("f.txt", "kept"); return 1`})
+	_, r1 := execute(t, a, map[string]any{"code": `return fs.readTextFile("f.txt")`})
+	if w1 == nil || r1 == nil || w1.Workspace != r1.Workspace || string(r1.Result) != `"kept"` {
+		t.Fatalf("second execution of the session: %+v, %+v", w1, r1)
+	}
+
+	// Another session (of the same client) starts with its own, and can
+	// come back to the first by its handle.
+	a2 := connectHTTP(t, url, tokenA, "2025-11-25")
+	_, fresh := execute(t, a2, map[string]any{"code": `return fs.readDir("/workspace").map(e => e.name)`})
+	if fresh.Workspace == w1.Workspace || string(fresh.Result) != "[]" {
+		t.Errorf("a new session's workspace: %+v", fresh)
+	}
+	_, back := execute(t, a2, map[string]any{"workspace": w1.Workspace, "code": `return fs.readTextFile("f.txt")`})
+	if string(back.Result) != `"kept"` {
+		t.Errorf("by handle: %+v", back)
+	}
+
+	// Attack: another client (token B) presents A's handle.
+	b := connectHTTP(t, url, tokenB, "2025-11-25")
+	res, _ := execute(t, b, map[string]any{"workspace": w1.Workspace, "code": `return 1`})
+	if !res.IsError || !strings.Contains(text(res), "unknown or expired workspace handle") {
+		t.Errorf("token B with A's handle: %q", text(res))
+	}
+	// So does a stateless (2026-07-28) client with token B; with token A
+	// it may.
+	sb := connectHTTP(t, url, tokenB, "")
+	if res, _ := execute(t, sb, map[string]any{"workspace": w1.Workspace, "code": `return 1`}); !res.IsError {
+		t.Errorf("stateless token B with A's handle: %q", text(res))
+	}
+	sa := connectHTTP(t, url, tokenA, "")
+	if _, o := execute(t, sa, map[string]any{"workspace": w1.Workspace, "code": `return fs.readTextFile("f.txt")`}); o == nil || string(o.Result) != `"kept"` {
+		t.Errorf("stateless token A by handle: %+v", o)
+	}
+	// A stateless call without a handle gets a fresh workspace.
+	_, s1 := execute(t, sa, map[string]any{"code": `return 1`})
+	_, s2 := execute(t, sa, map[string]any{"code": `return 2`})
+	if s1.Workspace == s2.Workspace || s1.Workspace == w1.Workspace {
+		t.Errorf("stateless workspaces: %q, %q", s1.Workspace, s2.Workspace)
+	}
+
+	// Ending the session deletes its workspace.
+	dir := s.spaces.dir(w1.Workspace)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ended session's workspace is still there")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res, _ := execute(t, a2, map[string]any{"workspace": w1.Workspace, "code": `return 1`}); !res.IsError {
+		t.Errorf("the ended session's handle still works: %q", text(res))
+	}
+}
+
+func TestSearchTools(t *testing.T) {
+	cs := connect(t, newServer(t, nil))
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": ""}})
+	if err != nil || res.IsError || !strings.Contains(text(res), "No MCP servers are configured") {
+		t.Errorf("search with no servers: %v, %q", err, text(res))
+	}
+}
+
+func TestHTTPAuth(t *testing.T) {
+	s := newServer(t, nil)
+	url := serveHTTP(t, s)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, tt := range []struct {
+		name, auth, origin string
+		want               int
+	}{
+		{"no token", "", "", 401},
+		{"wrong token", "Bearer " + tokenA + "x", "", 401},
+		{"not bearer", "Basic " + tokenA, "", 401},
+		{"foreign origin", "Bearer " + tokenA, "https://evil.example", 403},
+		{"origin with another scheme", "Bearer " + tokenA, "https://localhost", 403},
+		{"local origin", "Bearer " + tokenA, "http://localhost:6274", 200},
+		{"no origin", "Bearer " + tokenB, "", 200},
+	} {
+		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		if tt.origin != "" {
+			req.Header.Set("Origin", tt.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: status %d; want %d", tt.name, resp.StatusCode, tt.want)
+		}
+	}
+	for _, p := range []string{"/healthz", "/metrics", "/readyz"} {
+		resp, err := http.Get(url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s: %d", p, resp.StatusCode)
+		}
+	}
+}
+
+func TestMalformedRequests(t *testing.T) {
+	s := newServer(t, func(c *config.Config) { c.Serve.MaxBody = 64 * config.KiB })
+	url := serveHTTP(t, s)
+	bodies := []string{"", "{", "[]", "null", "1", `"x"`, `{"jsonrpc":"2.0"}`, `{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"tools/call"}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":5}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute","arguments":"x"}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{]`, strings.Repeat("[", 100000), `{"jsonrpc":"2.0","id":1,"method":"` + strings.Repeat("a", 70000) + `"}`,
+		"\x00\xff\xfe", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`}
+	// And a few hundred mutations of a valid request.
+	valid := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"x"}}}`
+	for i := range 300 {
+		b := []byte(valid)
+		j := (i * 7919) % len(b)
+		b[j] = byte(i*31 + 1)
+		bodies = append(bodies, string(b[:len(b)-i%len(b)]))
+	}
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		for _, body := range bodies {
+			req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+tokenA)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", version)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%.40q: %v", body, err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode >= 500 {
+				t.Errorf("%s %.40q: status %d", version, body, resp.StatusCode)
+			}
+		}
+	}
+	// The server still serves.
+	cs := connectHTTP(t, url, tokenA, "")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": ""}})
+	if err != nil || res.IsError {
+		t.Fatalf("after the malformed requests: %v %v", err, res)
+	}
+}
+
+func TestBusyAndRate(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	s := newServer(t, func(c *config.Config) {
+		c.Serve.MaxConcurrent = 1
+		c.Serve.BusyWait = 0
+		c.Serve.Rate = 0
+	})
+	cs := connect(t, s)
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// Holds the one place until the other call has been refused.
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
+			"code": `for (let i = 0; i < 300 && !fs.exists("go"); i++) await new Promise(r => setTimeout(r, 50)); return 1`}})
+		if err != nil || res.IsError {
+			t.Errorf("the first execution: %v %v", err, res)
+		}
+	}()
+	go func() {
+		for s.gate.running() == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		close(started)
+	}()
+	<-started
+	res, _ := execute(t, cs, map[string]any{"code": `return 2`})
+	if !res.IsError || !strings.Contains(text(res), "busy") {
+		t.Errorf("an execution past the limit: %q", text(res))
+	}
+	// Let the first one finish: its session's workspace is ours to write.
+	s.mu.Lock()
+	var h string
+	for _, se := range s.sessions {
+		h = se.handle
+	}
+	s.mu.Unlock()
+	if err := os.WriteFile(s.spaces.dir(h)+"/go", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+
+	// A token bucket of one, refilled once an hour: the second call waits.
+	r := newServer(t, func(c *config.Config) {
+		c.Serve.Rate = 1.0 / 3600
+		c.Serve.Burst = 1
+	})
+	rc := connect(t, r)
+	if res, _ := execute(t, rc, map[string]any{"code": `return 1`}); res.IsError {
+		t.Fatalf("the first call: %q", text(res))
+	}
+	res, _ = execute(t, rc, map[string]any{"code": `return 1`})
+	if !res.IsError || !strings.Contains(text(res), "rate limited") || !strings.Contains(text(res), "retry in") {
+		t.Errorf("the second call: %q", text(res))
+	}
+}

@@ -1,0 +1,171 @@
+package mcpserver
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// errNoWorkspace is the one answer for a handle that does not exist, has
+// expired or belongs to another client: the caller cannot tell which, so
+// a guessed handle says nothing.
+var errNoWorkspace = errors.New("unknown or expired workspace handle; omit workspace to get a fresh one")
+
+// workspaces are the directories that executions run in at /workspace,
+// each named by a random handle that the result gives back, bound to the
+// client that made it, and deleted when idle for ttl (or when the MCP
+// session that owns it ends).
+type workspaces struct {
+	root string // a directory of our own, mode 0700
+	ttl  time.Duration
+	now  func() time.Time
+
+	mu     sync.Mutex
+	byID   map[string]*workspace
+	closed bool
+}
+
+type workspace struct {
+	handle string
+	dir    string
+	owner  string    // the client's key
+	used   time.Time // when it was last handed out or released
+	busy   int       // executions running in it
+}
+
+func newWorkspaces(root string, ttl time.Duration) *workspaces {
+	return &workspaces{root: root, ttl: ttl, now: time.Now, byID: map[string]*workspace{}}
+}
+
+// create makes an empty workspace for owner, in use (release it).
+func (w *workspaces) create(owner string) (*workspace, error) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	h := "ws_" + hex.EncodeToString(b)
+	dir := filepath.Join(w.root, h)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// The sandbox refuses a root-owned workspace (the code would write as
+	// root): give it to nobody. Its parent, ours and 0700, keeps every
+	// other user of the host out, so it may be open to all, for jails
+	// whose writes cannot be idmapped to its owner.
+	if os.Geteuid() == 0 {
+		if err := os.Chown(dir, nobody, nobody); err != nil {
+			_ = os.Remove(dir)
+			return nil, err
+		}
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	ws := &workspace{handle: h, dir: dir, owner: owner, used: w.now(), busy: 1}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		_ = os.RemoveAll(dir)
+		return nil, errClosed
+	}
+	w.byID[h] = ws
+	return ws, nil
+}
+
+// nobody is the owner of a workspace's directory.
+const nobody = 65534
+
+var errClosed = errors.New("the server is shutting down")
+
+// acquire hands out owner's workspace h for one execution (release it).
+func (w *workspaces) acquire(h, owner string) (*workspace, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ws := w.byID[h]
+	if ws == nil || ws.owner != owner || w.expired(ws) {
+		return nil, errNoWorkspace
+	}
+	ws.busy++
+	ws.used = w.now()
+	return ws, nil
+}
+
+// release ends one execution's use of ws: its idle time starts again.
+func (w *workspaces) release(ws *workspace) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ws.busy--
+	ws.used = w.now()
+}
+
+func (w *workspaces) expired(ws *workspace) bool {
+	return ws.busy == 0 && w.now().Sub(ws.used) >= w.ttl
+}
+
+// remove deletes workspace h now, or as soon as its executions end.
+func (w *workspaces) remove(h string) {
+	w.mu.Lock()
+	ws := w.byID[h]
+	if ws == nil {
+		w.mu.Unlock()
+		return
+	}
+	if ws.busy > 0 {
+		// Its executions are being cancelled; the sweep deletes it.
+		ws.used = time.Time{}
+		w.mu.Unlock()
+		return
+	}
+	delete(w.byID, h)
+	w.mu.Unlock()
+	_ = os.RemoveAll(ws.dir)
+}
+
+// sweep deletes the workspaces idle for ttl.
+func (w *workspaces) sweep() {
+	w.mu.Lock()
+	var gone []string
+	for h, ws := range w.byID {
+		if w.expired(ws) {
+			delete(w.byID, h)
+			gone = append(gone, ws.dir)
+		}
+	}
+	w.mu.Unlock()
+	for _, d := range gone {
+		_ = os.RemoveAll(d)
+	}
+}
+
+// dir is the directory of workspace h, "" if there is none.
+func (w *workspaces) dir(h string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ws := w.byID[h]; ws != nil {
+		return ws.dir
+	}
+	return ""
+}
+
+// count is the number of live workspaces.
+func (w *workspaces) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.byID)
+}
+
+// close deletes every workspace: the server is stopping, and its
+// executions have ended.
+func (w *workspaces) close() {
+	w.mu.Lock()
+	w.closed = true
+	all := w.byID
+	w.byID = map[string]*workspace{}
+	w.mu.Unlock()
+	for _, ws := range all {
+		_ = os.RemoveAll(ws.dir)
+	}
+}
