@@ -53,6 +53,11 @@ type PoolOptions struct {
 	// Secrets, from LoadSecrets, is required when the configuration has
 	// secrets: each jail gets placeholders of its own when it is built.
 	Secrets *Secrets
+	// Workspace, if set, gives each jail a host directory bound at
+	// /workspace (instead of a fresh tmpfs), made when the jail is built:
+	// it returns the directory and what to do with it if the jail is
+	// destroyed unused. RunIn hands the directory to its caller.
+	Workspace func() (dir string, discard func(), err error)
 }
 
 // PoolStats say what a pool has done, for metrics.
@@ -79,6 +84,11 @@ type warmJail struct {
 	begin  chan struct{} // closed when its work arrives: its timeout starts
 	stdin  *io.PipeWriter
 	cancel context.CancelFunc
+
+	// The host directory at /workspace, from PoolOptions.Workspace, and
+	// how to discard it if no execution takes it.
+	dir     string
+	discard func()
 
 	// Set when done is closed.
 	done chan struct{}
@@ -115,19 +125,27 @@ func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) 
 // ready jail, or to a new one if none is ready, and waits for the
 // execution. Its output is captured into the Result.
 func (p *Pool) Run(ctx context.Context, src []byte, file string) (*Result, error) {
+	res, _, err := p.RunIn(ctx, src, file)
+	return res, err
+}
+
+// RunIn is Run, and also says which host directory the execution had at
+// /workspace (with PoolOptions.Workspace; "" without), which is then the
+// caller's, whatever the outcome.
+func (p *Pool) RunIn(ctx context.Context, src []byte, file string) (res *Result, dir string, err error) {
 	input, err := p.input(src, file)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, "", ctx.Err()
 	}
 	defer func() { <-p.slots }()
 	w, err := p.take()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer p.wg.Done() // take counted this Run
 	// The replacement is built once this execution is done, not beside it:
@@ -146,9 +164,11 @@ func (p *Pool) Run(ctx context.Context, src []byte, file string) (*Result, error
 	case <-ctx.Done():
 		w.cancel()
 		<-w.done
-		return w.x.finish(nil, ctx.Err())
+		res, err = w.x.finish(nil, ctx.Err())
+		return res, w.dir, err
 	}
-	return w.x.finish(w.res, w.err)
+	res, err = w.x.finish(w.res, w.err)
+	return res, w.dir, err
 }
 
 // take returns a ready jail, dropping any that died waiting, or starts one.
@@ -167,6 +187,7 @@ func (p *Pool) take() (*warmJail, error) {
 		select {
 		case <-w.done: // it could not be built, or died: its error is counted
 			w.cancel()
+			w.unused()
 			continue
 		default:
 			p.stats.warm.Add(1)
@@ -205,6 +226,10 @@ func (p *Pool) start() *warmJail {
 	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel, done: make(chan struct{})}
 	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets}, true)
 	w.x.spec.Begin = w.begin
+	if p.o.Workspace != nil && w.x.err == nil {
+		w.dir, w.discard, w.x.err = p.o.Workspace()
+		w.x.spec.Workspace = w.dir
+	}
 	// Attached here, not in the goroutine: Run's begin reads what attach
 	// sets. (It only compiles the policy; the network is built in the jail.)
 	if w.err = w.x.err; w.err == nil {
@@ -249,6 +274,7 @@ func (p *Pool) expire() {
 		for _, w := range p.ready {
 			if time.Since(w.born) > p.o.Idle {
 				w.cancel()
+				w.unused()
 				p.stats.expired.Add(1)
 				continue
 			}
@@ -276,8 +302,31 @@ func (p *Pool) Stats() PoolStats {
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
+	ready := p.ready
 	p.ready = nil
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
+	for _, w := range ready {
+		w.unused()
+	}
+}
+
+// unused discards the workspace of a jail that no execution took, once the
+// jail is gone.
+func (w *warmJail) unused() {
+	if w.discard == nil {
+		return
+	}
+	discard := w.discard
+	w.discard = nil
+	select {
+	case <-w.done:
+		discard()
+	default:
+		go func() {
+			<-w.done
+			discard()
+		}()
+	}
 }
