@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
@@ -16,6 +18,14 @@ func TestMain(m *testing.M) {
 	// The jail re-executes this test binary; its children start here.
 	compromisedWorker() // a test's stand-in for the worker, before the real one
 	sandbox.Hook()
+	if os.Getenv("CRUCIBLE_TEST_CLI") == "1" {
+		// The test binary as the crucible command, as main runs it: for the
+		// tests that need it as a separate process (crucible serve's clients).
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Run(ctx, os.Args[1:], Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+		stop()
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 

