@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -139,25 +140,50 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 		ctx, cancel = joinDone(ctx, done)
 		defer cancel()
 	}
-	ws, err := s.workspaceFor(in.Workspace, client, se)
+	ws, err := s.reuse(in.Workspace, client, se)
 	if err != nil {
 		return nil, err
 	}
-	defer s.spaces.release(ws)
-
+	if ws != nil {
+		defer s.spaces.release(ws)
+	}
 	if err := s.gate.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer s.gate.leave()
 
-	cfg := *s.cfg
-	cfg.Sandbox.Workspace = ws.dir
-	prog, err := sandbox.Program(&cfg, cmp.Or(in.Language, "ts"), []byte(in.Code), file)
-	if err != nil {
-		return nil, err
-	}
+	language := cmp.Or(in.Language, "ts")
 	stop := s.progress(ctx, req)
-	res, err := sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools})
+	var res *sandbox.Result
+	handle := ""
+	if ws != nil {
+		handle = ws.handle
+	}
+	if pool := s.pools[language]; ws == nil && pool != nil {
+		// A fresh workspace: a warm jail has one ready.
+		var dir string
+		res, dir, err = pool.RunIn(ctx, []byte(in.Code), file)
+		if dir != "" {
+			if ws, err2 := s.spaces.adopt(dir, client); err2 == nil {
+				defer s.spaces.release(ws)
+				s.own(se, ws)
+				handle = ws.handle
+			} else {
+				_ = os.RemoveAll(dir) // the server is closing
+			}
+		}
+	} else {
+		if ws == nil {
+			if ws, err = s.spaces.create(client); err != nil {
+				stop()
+				return nil, s.runError(err)
+			}
+			defer s.spaces.release(ws)
+			s.own(se, ws)
+			handle = ws.handle
+		}
+		res, err = s.runIn(ctx, ws.dir, language, in.Code, file)
+	}
 	stop()
 	if err != nil {
 		return nil, s.runError(err)
@@ -165,7 +191,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	out := &executeOut{
 		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
 		Result: res.Result, Violations: res.Violations, ToolCalls: res.ToolCalls,
-		DurationMS: res.DurationMS, Workspace: ws.handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
+		DurationMS: res.DurationMS, Workspace: handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
 	}
 	if len(out.Result) == 0 {
 		out.Result = json.RawMessage("null")
@@ -176,32 +202,49 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	return out, nil
 }
 
-// workspaceFor finds the workspace an execution runs in: the handle given,
-// else its session's, else a fresh one.
-func (s *Server) workspaceFor(handle, client string, se *session) (*workspace, error) {
+// reuse finds the workspace an execution runs in, if it is not a fresh
+// one: the handle given, else its session's.
+func (s *Server) reuse(handle, client string, se *session) (*workspace, error) {
 	if handle != "" {
 		return s.spaces.acquire(handle, client)
 	}
 	if se == nil {
-		return s.spaces.create(client)
+		return nil, nil
 	}
 	s.mu.Lock()
 	h := se.handle
 	s.mu.Unlock()
-	if h != "" {
-		if ws, err := s.spaces.acquire(h, client); err == nil {
-			return ws, nil
-		}
-		// Expired while the session idled: the session starts afresh.
+	if h == "" {
+		return nil, nil
 	}
-	ws, err := s.spaces.create(client)
+	ws, err := s.spaces.acquire(h, client)
+	if err != nil {
+		// Expired while the session idled: the session starts afresh.
+		return nil, nil
+	}
+	return ws, nil
+}
+
+// own makes ws the workspace of session se (if any), deleted with it.
+func (s *Server) own(se *session, ws *workspace) {
+	if se == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se.handle = ws.handle
+	se.made = append(se.made, ws.handle)
+}
+
+// runIn runs a program in a new jail with dir at /workspace.
+func (s *Server) runIn(ctx context.Context, dir, language, code, file string) (*sandbox.Result, error) {
+	cfg := *s.cfg
+	cfg.Sandbox.Workspace = dir
+	prog, err := sandbox.Program(&cfg, language, []byte(code), file)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	se.handle = ws.handle
-	s.mu.Unlock()
-	return ws, nil
+	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets})
 }
 
 // errRun marks the errors of executions that the sandbox could not run (as

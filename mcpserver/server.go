@@ -34,6 +34,9 @@ type Options struct {
 	// Tools is the bridge to the configured MCP servers, which the caller
 	// closes after the Server; nil gives programs no tools.
 	Tools *sandbox.Tools
+	// Secrets, from sandbox.LoadSecrets, is required when the
+	// configuration has secrets.
+	Secrets *sandbox.Secrets
 	// Logger receives the server's own log lines; nil discards them.
 	Logger *slog.Logger
 	// Version is the server's version, as initialize reports it.
@@ -59,6 +62,10 @@ type Server struct {
 	// requests: each execution without a handle gets a fresh workspace.
 	sessionful, stateless *mcp.Server
 
+	// pools keep warm jails, by language, for executions that start in a
+	// fresh workspace (serve.pool of them each).
+	pools map[string]*sandbox.Pool
+
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -72,16 +79,26 @@ type Server struct {
 // session is what an MCP session (stdio, or an HTTP session) holds: its
 // workspace, once it has run something.
 type session struct {
-	handle string
-	cancel context.CancelFunc // ends the session's executions
-	ctx    context.Context
+	handle string   // the workspace its executions share
+	made   []string // every workspace made for it, deleted with it
+	cancel context.CancelFunc
+	ctx    context.Context // ends the session's executions
 }
+
+// poolLanguages are the languages whose programs can wait in a warm jail.
+var poolLanguages = []string{"ts", "js"}
+
+// poolIdle is how long a warm jail waits for work before it is replaced.
+const poolIdle = 5 * time.Minute
 
 // New makes a Server. Close it to stop its executions and delete its
 // workspaces.
 func New(o Options) (*Server, error) {
 	if o.Config == nil {
 		return nil, errors.New("mcpserver: no configuration")
+	}
+	if o.Config.Sandbox.Workspace != "" {
+		return nil, errors.New("sandbox.workspace: crucible serve gives each client workspaces of its own; leave it out (it is for exec and run)")
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second
@@ -108,6 +125,28 @@ func New(o Options) (*Server, error) {
 	}
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.count()) })
+	s.pools = map[string]*sandbox.Pool{}
+	if sv.Pool > 0 {
+		for _, l := range poolLanguages {
+			p, err := sandbox.NewPool(o.Config, l, sandbox.PoolOptions{
+				Size: sv.Pool, Idle: poolIdle, InFlight: sv.MaxConcurrent,
+				Audit: o.Audit, Tools: o.Tools, Secrets: o.Secrets,
+				Workspace: s.warmWorkspace,
+			})
+			if err != nil {
+				_ = s.Close()
+				return nil, err
+			}
+			s.pools[l] = p
+		}
+		s.stats.gauge("crucible_pool_ready", "Warm jails waiting for work.", func() float64 {
+			n := 0
+			for _, p := range s.pools {
+				n += p.Stats().Ready
+			}
+			return float64(n)
+		})
+	}
 	s.sessionful = s.newMCP(false)
 	s.stateless = s.newMCP(true)
 	s.wg.Add(1)
@@ -118,9 +157,22 @@ func New(o Options) (*Server, error) {
 // Close stops every execution, waits for them, and deletes the workspaces.
 func (s *Server) Close() error {
 	s.cancel()
+	for _, p := range s.pools {
+		p.Close()
+	}
 	s.wg.Wait()
 	s.spaces.close()
-	return os.Remove(s.spaces.root)
+	return os.RemoveAll(s.spaces.root)
+}
+
+// warmWorkspace gives a warm jail its directory, deleted if no execution
+// takes it.
+func (s *Server) warmWorkspace() (string, func(), error) {
+	dir, err := s.spaces.mkdir()
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
 }
 
 // sweep deletes idle workspaces, a few times per TTL.
@@ -185,9 +237,9 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 		cancel()
 		s.mu.Lock()
 		delete(s.sessions, ss)
-		h := se.handle
+		made := se.made
 		s.mu.Unlock()
-		if h != "" {
+		for _, h := range made {
 			s.spaces.remove(h)
 		}
 	}()

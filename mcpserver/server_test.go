@@ -378,6 +378,7 @@ func TestBusyAndRate(t *testing.T) {
 		c.Serve.MaxConcurrent = 1
 		c.Serve.BusyWait = 0
 		c.Serve.Rate = 0
+		c.Serve.Pool = 0 // the session's workspace is known while it runs
 	})
 	cs := connect(t, s)
 	started := make(chan struct{})
@@ -410,7 +411,11 @@ func TestBusyAndRate(t *testing.T) {
 		h = se.handle
 	}
 	s.mu.Unlock()
-	if err := os.WriteFile(s.spaces.dir(h)+"/go", nil, 0o644); err != nil {
+	dir := s.spaces.dir(h)
+	if dir == "" {
+		t.Fatal("the running execution's workspace is unknown")
+	}
+	if err := os.WriteFile(dir+"/go", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -427,5 +432,93 @@ func TestBusyAndRate(t *testing.T) {
 	res, _ = execute(t, rc, map[string]any{"code": `return 1`})
 	if !res.IsError || !strings.Contains(text(res), "rate limited") || !strings.Contains(text(res), "retry in") {
 		t.Errorf("the second call: %q", text(res))
+	}
+}
+
+// waitIdle waits until no execution runs, failing after a while that is
+// far shorter than the programs' own time.
+func waitIdle(t *testing.T, s *Server, what string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for s.gate.running() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the execution still runs", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A client that gives up (cancels its call, or hangs up) stops the
+// execution: its jail is killed at once, not at its time limit.
+func TestCancel(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	s := newServer(t, func(c *config.Config) { c.Sandbox.Timeout = config.Duration(120 * time.Second) })
+	long := map[string]any{"code": `await new Promise(r => setTimeout(r, 100000)); return 1`}
+	running := func() {
+		for s.gate.running() == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	// Over stdio: the client cancels the call (notifications/cancelled).
+	cs := connect(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		running()
+		cancel()
+	}()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: long}); err == nil {
+		t.Error("a cancelled call returned no error")
+	}
+	waitIdle(t, s, "cancelled over stdio")
+
+	// Over HTTP, for both eras: the client hangs up mid-call.
+	url := serveHTTP(t, s)
+	for _, version := range []string{"2025-11-25", ""} {
+		hc := connectHTTP(t, url, tokenA, version)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			running()
+			cancel()
+		}()
+		_, _ = hc.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: long})
+		waitIdle(t, s, "hung up over HTTP "+version)
+	}
+
+	// The pools' jails served the fresh workspaces.
+	if st := s.pools["ts"].Stats(); st.Warm+st.Cold == 0 {
+		t.Errorf("no execution ran on the pool: %+v", st)
+	}
+}
+
+// A long execution sends progress to a client that asked for it.
+func TestProgress(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	s := newServer(t, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	go func() { _ = s.ServeTransport(context.Background(), st) }()
+	var mu sync.Mutex
+	var got []string
+	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, r.Params.Message)
+			mu.Unlock()
+		},
+	})
+	cs, err := c.Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	p := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": `await new Promise(r => setTimeout(r, 3500)); return 1`}}
+	p.SetProgressToken("t1")
+	if res, err := cs.CallTool(context.Background(), p); err != nil || res.IsError {
+		t.Fatalf("execute: %v %v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || !strings.HasPrefix(got[0], "running for") {
+		t.Errorf("progress notifications: %q", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -43,12 +42,19 @@ func newWorkspaces(root string, ttl time.Duration) *workspaces {
 
 // create makes an empty workspace for owner, in use (release it).
 func (w *workspaces) create(owner string) (*workspace, error) {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	h := "ws_" + hex.EncodeToString(b)
-	dir := filepath.Join(w.root, h)
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	dir, err := w.mkdir()
+	if err != nil {
 		return nil, err
+	}
+	return w.adopt(dir, owner)
+}
+
+// mkdir makes a directory for a workspace, not yet anyone's (a warm jail's,
+// until an execution takes it).
+func (w *workspaces) mkdir() (string, error) {
+	dir, err := os.MkdirTemp(w.root, "dir")
+	if err != nil {
+		return "", err
 	}
 	// The sandbox refuses a root-owned workspace (the code would write as
 	// root): give it to nobody. Its parent, ours and 0700, keeps every
@@ -57,13 +63,22 @@ func (w *workspaces) create(owner string) (*workspace, error) {
 	if os.Geteuid() == 0 {
 		if err := os.Chown(dir, nobody, nobody); err != nil {
 			_ = os.Remove(dir)
-			return nil, err
+			return "", err
 		}
 	}
 	if err := os.Chmod(dir, 0o777); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, err
+		return "", err
 	}
+	return dir, nil
+}
+
+// adopt makes dir, from mkdir, owner's workspace, in use (release it). The
+// handle is random: the directory's name is not (it never leaves the host).
+func (w *workspaces) adopt(dir, owner string) (*workspace, error) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	h := "ws_" + hex.EncodeToString(b)
 	ws := &workspace{handle: h, dir: dir, owner: owner, used: w.now(), busy: 1}
 	w.mu.Lock()
 	defer w.mu.Unlock()

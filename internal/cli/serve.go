@@ -88,12 +88,17 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		}()
 		aw = w
 	}
+	// Read once, before anything runs: a missing source is an error now.
+	secrets, err := sandbox.LoadSecrets(cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
 	tools, err := sandbox.NewTools(cfg, aw)
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer tools.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Logger: log, Version: Version})
+	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version})
 	if err != nil {
 		return fail("%v", err)
 	}
