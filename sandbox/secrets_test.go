@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
 )
 
@@ -189,5 +192,45 @@ func TestRedactor(t *testing.T) {
 	ph, _ := e.set.Placeholder("TOKEN")
 	if out.String() != "a"+ph+"b\nc" {
 		t.Errorf("got %q, want %q", out.String(), "a"+ph+"b\nc")
+	}
+}
+
+// A pool's jails are built before their work: each gets placeholders of
+// its own when it is built, and a pool of a configuration with secrets
+// refuses to run without them.
+func TestPoolSecrets(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	t.Setenv("CRUCIBLE_TEST_OK", testValue)
+	cfg := config.Default()
+	cfg.Secrets = map[string]config.Secret{"TOKEN": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"api.example.com"}}}
+	s, err := LoadSecrets(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPool(cfg, "ts", PoolOptions{Size: 2, Secrets: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	seen := map[string]bool{}
+	for range 3 {
+		x, err := p.Run(context.Background(), []byte(`return env.TOKEN`), "-")
+		if err != nil || x.ExitCode != 0 {
+			t.Fatalf("%v %+v", err, x)
+		}
+		var ph string
+		if err := json.Unmarshal(x.Result, &ph); err != nil || len(ph) != len(testValue) || ph == testValue || seen[ph] {
+			t.Errorf("placeholder %s: want one of the value's length, new in each jail", x.Result)
+		}
+		seen[ph] = true
+	}
+
+	q, err := NewPool(cfg, "ts", PoolOptions{Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if _, err := q.Run(context.Background(), []byte(`return 1`), "-"); err == nil || !strings.Contains(err.Error(), "LoadSecrets") {
+		t.Errorf("secrets not given to the pool: %v", err)
 	}
 }
