@@ -11,6 +11,9 @@
 // configuration, hands to each execution (in [Options] or [PoolOptions]),
 // and closes: each execution gets a private tools channel to it, and a
 // server with jail: true runs in a long-lived jail of its own (serverjail.go).
+// [Secrets], likewise made once ([LoadSecrets]) and handed to each
+// execution, give its code placeholders that the network swaps for the
+// real values on their own hosts (secrets.go).
 package sandbox
 
 import (

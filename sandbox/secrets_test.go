@@ -1,10 +1,13 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +17,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/toolbridge"
 )
 
 const testValue = "sk-live-0123456789abcdef"
@@ -232,5 +236,43 @@ func TestPoolSecrets(t *testing.T) {
 	defer q.Close()
 	if _, err := q.Run(context.Background(), []byte(`return 1`), "-"); err == nil || !strings.Contains(err.Error(), "LoadSecrets") {
 		t.Errorf("secrets not given to the pool: %v", err)
+	}
+}
+
+// An answer on the tools channel that holds a value (here, the error that
+// echoes a server's name) reaches the code with the placeholder instead.
+func TestToolChannelRedacted(t *testing.T) {
+	t.Setenv("CRUCIBLE_TEST_OK", testValue)
+	cfg := config.Default()
+	cfg.Secrets = map[string]config.Secret{"TOKEN": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"api.example.com"}}}
+	s, err := LoadSecrets(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := toolbridge.New(toolbridge.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s, Tools: &Tools{bridge: b, maxLine: 1 << 16, records: 8}}, false)
+	if x.err != nil {
+		t.Fatal(x.err)
+	}
+	if err := x.attach(cfg); err != nil {
+		t.Fatal(err)
+	}
+	x.tools.serve("test")
+	defer x.tools.stop()
+	code, err := net.FileConn(x.tools.peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer code.Close()
+	if _, err := io.WriteString(code, `{"id":1,"method":"call","server":"`+testValue+`","tool":"t","args":{}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	answer, err := bufio.NewReader(code).ReadString('\n')
+	ph, _ := x.secrets.set.Placeholder("TOKEN")
+	if err != nil || strings.Contains(answer, testValue) || !strings.Contains(answer, ph) {
+		t.Errorf("answer %q (%v): want the placeholder %s in place of the value", answer, err, ph)
 	}
 }
