@@ -61,6 +61,7 @@ type Spec struct {
 	Workspace     string   // host directory bound read-write at /workspace; "" means a fresh tmpfs
 	WorkspaceSize int64    // size of the tmpfs workspace when Workspace is ""
 	ReadOnly      []string // extra host paths bound read-only at the same path
+	Skills        string   // a host directory bound read-only at SkillsDir; "" none
 	TmpSize       int64    // size of the tmpfs at /tmp
 
 	Timeout   time.Duration // wall time, from the start, or from Begin
@@ -116,6 +117,9 @@ type Spec struct {
 	// AllowDegraded names the layers (LayerCgroup, ...) that may be missing.
 	AllowDegraded []string
 }
+
+// SkillsDir is where Spec.Skills is bound.
+const SkillsDir = "/skills"
 
 // FilesDir is where Spec.Files go, on the jail's read-only root.
 const FilesDir = "/crucible"

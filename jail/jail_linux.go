@@ -114,7 +114,7 @@ func run(ctx context.Context, s *Spec) (*Result, error) {
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
 		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: s.Files,
-		ReadOnly: s.ReadOnly, Self: s.Self, TmpSize: s.TmpSize,
+		ReadOnly: s.ReadOnly, Skills: s.Skills, Self: s.Self, TmpSize: s.TmpSize,
 		Rootless: rootless,
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
 		Filter:      prog,
@@ -229,6 +229,12 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			}
 			cs.ReadOnlyFDs[i] = 3 + len(childFiles)
 			childFiles = append(childFiles, os.NewFile(uintptr(fd), "ro"))
+		}
+		if cs.Skills != "" {
+			if fd, err := unix.OpenTree(unix.AT_FDCWD, cs.Skills, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {
+				cs.SkillsFD = 3 + len(childFiles)
+				childFiles = append(childFiles, os.NewFile(uintptr(fd), "skills"))
+			}
 		}
 	}
 	if cs.Self != "" && !cs.Rootless {

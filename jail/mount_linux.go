@@ -77,6 +77,9 @@ func setupRoot(s *childSpec) error {
 		}
 		binds = append(binds, b)
 	}
+	if s.Skills != "" {
+		binds = append(binds, &bind{src: s.Skills, dst: SkillsDir[1:], what: "the skills directory", fd: s.SkillsFD})
+	}
 	if s.SelfFD > 0 {
 		binds = append(binds, &bind{src: "this binary", dst: s.Self[1:], what: "this binary", fd: s.SelfFD})
 	} else if s.Self != "" {
