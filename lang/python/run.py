@@ -15,6 +15,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MAIN = os.path.join(HERE, "main.py")
 NAME = sys.argv[1]
 sys.path.insert(0, os.path.join(HERE, "lib"))
+# The server's skills, when it has some: `import NAME` finds /skills/NAME.py.
+if os.path.isdir("/skills"):
+    sys.path.append("/skills")
 import crucible  # noqa: E402
 
 

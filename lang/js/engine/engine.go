@@ -18,6 +18,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"modernc.org/quickjs"
@@ -46,6 +50,10 @@ type Options struct {
 	// them: "/workspace", "/tmp") to where they are; none means no fs.
 	// Relative paths are taken from the first, "/workspace".
 	Dirs map[string]string
+
+	// Skills is where the directory that programs import as /skills is;
+	// "" means there are no skills.
+	Skills string
 
 	// HTTP is fetch's client; nil refuses every fetch.
 	HTTP *http.Client
@@ -172,7 +180,7 @@ func New(o Options) (_ *Runtime, err error) {
 	}()
 	vm.SetMemoryLimit(uintptr(o.Heap))
 	vm.SetMaxStackSize(uintptr(o.Stack))
-	vm.SetModuleLoader(r.loadModule, func(_ *quickjs.VM, _, name string) (string, error) { return name, nil })
+	vm.SetModuleLoader(r.loadModule, resolveModule)
 	if err := r.registerHost(); err != nil {
 		return nil, err
 	}
@@ -223,12 +231,41 @@ func (r *Runtime) Close() {
 	r.files.close()
 }
 
-// loadModule serves the program, and nothing else: there are no packages.
-func (r *Runtime) loadModule(_ *quickjs.VM, name string) (string, error) {
-	if name != r.prog.name {
-		return "", fmt.Errorf("cannot import %q: programs run alone, without modules or packages", shorten(name))
+// SkillsDir is where the operator's skills are, read-only: the one place
+// a program may import modules from.
+const SkillsDir = "/skills"
+
+// resolveModule names the module that base imports as name: a relative
+// import from a skill is a file beside it; any other name stays as it is.
+func resolveModule(_ *quickjs.VM, base, name string) (string, error) {
+	if strings.HasPrefix(base, SkillsDir+"/") && (strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../")) {
+		return path.Join(path.Dir(base), name), nil
 	}
-	return r.prog.code, nil
+	return name, nil
+}
+
+// loadModule serves the program, and the skills (/skills/NAME.ts or .js):
+// there are no packages.
+func (r *Runtime) loadModule(_ *quickjs.VM, name string) (string, error) {
+	if name == r.prog.name {
+		return r.prog.code, nil
+	}
+	ext := path.Ext(name)
+	if !strings.HasPrefix(name, SkillsDir+"/") || path.Clean(name) != name || (ext != ".ts" && ext != ".js") {
+		return "", fmt.Errorf("cannot import %q: programs import only skills, as \"/skills/NAME.ts\" (no packages)", shorten(name))
+	}
+	if r.o.Skills == "" {
+		return "", fmt.Errorf("cannot import %q: this server offers no skills", shorten(name))
+	}
+	src, err := os.ReadFile(filepath.Join(r.o.Skills, strings.TrimPrefix(name, SkillsDir+"/")))
+	if err != nil {
+		return "", fmt.Errorf("cannot import %q: no such skill", shorten(name))
+	}
+	p, perr := transform(string(src), name, ext == ".ts")
+	if perr != nil {
+		return "", fmt.Errorf("%s:%d:%d: %s", name, perr.line, perr.col, perr.msg)
+	}
+	return p.code, nil
 }
 
 // run runs the program and its event loop to the end.

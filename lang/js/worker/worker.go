@@ -74,10 +74,11 @@ func Main(args []string) int {
 	o := engine.Options{
 		Heap: *heap, Stack: *stack,
 		Stdout: os.Stdout, Stderr: os.Stderr,
-		Env:   environ(),
-		Dirs:  map[string]string{"/workspace": "/workspace", "/tmp": "/tmp"},
-		HTTP:  httpClient(),
-		Tools: toolsChannel(),
+		Env:    environ(),
+		Dirs:   map[string]string{"/workspace": "/workspace", "/tmp": "/tmp"},
+		Skills: engine.SkillsDir, // bound there when the server has skills
+		HTTP:   httpClient(),
+		Tools:  toolsChannel(),
 	}
 	var out *lang.Outcome
 	if *warm {
