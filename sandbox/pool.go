@@ -58,6 +58,8 @@ type PoolOptions struct {
 	// it returns the directory and what to do with it if the jail is
 	// destroyed unused. RunIn hands the directory to its caller.
 	Workspace func() (dir string, discard func(), err error)
+	// Skills is as in Options.
+	Skills string
 }
 
 // PoolStats say what a pool has done, for metrics.
@@ -224,7 +226,7 @@ func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
 	r, wr := io.Pipe()
 	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel, done: make(chan struct{})}
-	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets}, true)
+	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
 	w.x.spec.Begin = w.begin
 	if p.o.Workspace != nil && w.x.err == nil {
 		w.dir, w.discard, w.x.err = p.o.Workspace()

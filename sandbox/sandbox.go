@@ -72,6 +72,9 @@ type Options struct {
 	Audit          *audit.Writer
 	Tools          *Tools
 	Secrets        *Secrets
+	// Skills is a host directory the code sees read-only at /skills (and
+	// imports from); "" gives it none.
+	Skills string
 }
 
 // Exec runs args in a fresh jail configured by cfg.
@@ -121,6 +124,7 @@ type execution struct {
 func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 	x := &execution{spec: spec, audit: o.Audit, program: program, loaded: o.Secrets}
 	spec.Stdin, spec.Stdout, spec.Stderr = o.Stdin, o.Stdout, o.Stderr
+	spec.Skills = o.Skills
 	if o.Stdout == nil {
 		x.stdout = &bytes.Buffer{}
 		spec.Stdout = x.stdout
