@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/secrets"
 )
 
 // Defaults of [Limits].
@@ -49,6 +50,9 @@ type proxy struct {
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial   func(ctx context.Context, a netip.AddrPort) (net.Conn, error)
 	limits Limits
+	// secrets, when set, are swapped on the connections to their hosts
+	// (mitm.go).
+	secrets *Secrets
 
 	sent, recv atomic.Int64 // bytes of the whole execution, each way
 	overOut    atomic.Bool  // the byte limits were reported (once each)
@@ -66,8 +70,8 @@ func newProxy(o *Options) *proxy {
 	p := &proxy{
 		ctx: ctx, cancel: cancel,
 		policy: o.Policy, report: o.Report, lookup: o.Lookup, dial: o.Dial,
-		limits: o.Limits,
-		conns:  map[net.Conn]bool{},
+		limits: o.Limits, secrets: o.Secrets,
+		conns: map[net.Conn]bool{},
 	}
 	if p.report == nil {
 		p.report = func(Event) {}
@@ -169,18 +173,24 @@ func (p *proxy) shutdown() {
 // flow is one accepted connection from the jail.
 type flow struct {
 	p     *proxy
-	c     net.Conn       // the jail's side
+	c     net.Conn       // the jail's side: raw, or the TLS the stack terminated
+	raw   net.Conn       // the jail's side as accepted
 	abort func()         // resets the jail's side (a denied TLS connection)
 	name  string         // the name behind the address, "" for an allowed literal address
 	dst   netip.AddrPort // where the jail connected
 	br    *bufio.Reader  // reads c through lim
-	lim   io.LimitedReader
-	up    net.Conn // the host's side, once dialed
+	lim   *io.LimitedReader
+	up    *metered // the host's side, once dialed
+	upc   net.Conn // what is relayed over it: up, or TLS on it
 	upBr  *bufio.Reader
 	upLim io.LimitedReader
+	// allow names the secrets this connection may carry, when the stack
+	// terminated its TLS to swap them (see mitm.go); else nil.
+	allow []string
 	// The HTTP relay's buffers, each way: see startHTTP.
 	toJail, toUp *bufio.Writer
 	idle         *time.Timer
+	answered     int // responses relayed to the jail
 	// Bytes of this connection, each way.
 	out, in atomic.Int64
 }
@@ -188,18 +198,18 @@ type flow struct {
 // serve decides and relays one connection from the jail; the caller closes
 // c afterwards.
 func (p *proxy) serve(c net.Conn, abort func(), name string, dst netip.AddrPort) {
-	f := &flow{p: p, c: c, abort: abort, name: name, dst: dst}
+	f := &flow{p: p, c: c, raw: c, abort: abort, name: name, dst: dst}
 	f.idle = time.AfterFunc(p.limits.IdleTimeout, f.timeout)
 	defer f.idle.Stop()
 	defer func() {
 		if up := f.upstream(); up != nil {
-			p.untrack(up.(*metered).Conn)
+			p.untrack(up.Conn)
 			p.report(Event{Kind: KindConnect, Allowed: true, Done: true, Name: f.target(), Port: dst.Port(),
 				BytesOut: f.out.Load(), BytesIn: f.in.Load()})
 		}
 	}()
-	f.lim = io.LimitedReader{R: activity{c, f}, N: maxHello}
-	f.br = bufio.NewReaderSize(&f.lim, maxHello)
+	f.lim = &io.LimitedReader{R: activity{c, f}, N: maxHello}
+	f.br = bufio.NewReaderSize(f.lim, maxHello)
 
 	first, err := f.br.Peek(1)
 	if err != nil {
@@ -219,13 +229,13 @@ func (p *proxy) serve(c net.Conn, abort func(), name string, dst netip.AddrPort)
 func (f *flow) timeout() {
 	f.p.report(Event{Kind: KindLimit, Name: f.target(), Port: f.dst.Port(),
 		Reason: fmt.Sprintf("no traffic for %v", f.p.limits.IdleTimeout)})
-	f.c.Close()
+	f.raw.Close()
 	if up := f.upstream(); up != nil {
 		up.Close()
 	}
 }
 
-func (f *flow) upstream() net.Conn {
+func (f *flow) upstream() *metered {
 	f.p.mu.Lock()
 	defer f.p.mu.Unlock()
 	return f.up
@@ -290,11 +300,15 @@ func (f *flow) serveTLS() {
 		f.deny(KindSNIMismatch, reason, false)
 		return
 	}
+	if f.allow = f.secretsFor(); f.allow != nil {
+		f.serveTerminated()
+		return
+	}
 	if !f.connect(false) {
 		return
 	}
 	f.lim.N = math.MaxInt64
-	f.pipe(f.br, f.up)
+	f.pipe(f.br, f.upc)
 }
 
 func (f *flow) serveHTTP() {
@@ -302,7 +316,9 @@ func (f *flow) serveHTTP() {
 		f.lim.N = maxHead
 		req, err := http.ReadRequest(f.br)
 		if err != nil {
-			if first {
+			if first && f.allow != nil {
+				f.deny(KindProtocol, "the connection carries no HTTP/1.1 request inside its TLS", false)
+			} else if first {
 				f.deny(KindProtocol, "the connection is neither TLS nor an HTTP/1 request", false)
 			}
 			return
@@ -310,6 +326,9 @@ func (f *flow) serveHTTP() {
 		f.lim.N = math.MaxInt64
 		if f.name != "" && !hostMatches(req.Host, f.name, f.dst.Port()) {
 			f.deny(KindHostMismatch, fmt.Sprintf("the HTTP Host %q is not %s", truncate(req.Host, 100), f.name+":"+strconv.Itoa(int(f.dst.Port()))), true)
+			return
+		}
+		if !f.admit(req) {
 			return
 		}
 		if first {
@@ -329,7 +348,7 @@ func (f *flow) serveHTTP() {
 // (server-sent events, a long poll, an upload made as it goes) is never held
 // back, while a head and a body that arrived together leave together.
 func (f *flow) startHTTP() {
-	f.toUp = bufio.NewWriterSize(f.up, 32<<10)
+	f.toUp = bufio.NewWriterSize(f.upc, 32<<10)
 	f.toJail = bufio.NewWriterSize(f.c, 32<<10)
 	f.lim.R = flushFirst{f.lim.R, f.toUp}
 	f.upLim.R = flushFirst{f.upLim.R, f.toJail}
@@ -344,6 +363,7 @@ func (f *flow) exchange(req *http.Request) bool {
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""}
 	}
+	uses := f.forward(req)
 	body := &reqBody{ReadCloser: req.Body, left: req.ContentLength}
 	if req.Body == http.NoBody { // NoBody tells Write there is none
 		body.whole.Store(true)
@@ -352,6 +372,7 @@ func (f *flow) exchange(req *http.Request) bool {
 	}
 	sent := make(chan error, 1)
 	go func() { sent <- f.send(req) }()
+	answered := f.answered
 	keep, upgrade := f.answer(req, body)
 	if !keep {
 		// Stop the sender: it may be waiting for a body the client will
@@ -360,11 +381,13 @@ func (f *flow) exchange(req *http.Request) bool {
 		_ = f.c.SetReadDeadline(time.Now())
 		f.up.Close()
 	}
-	if err := <-sent; err != nil || !keep {
+	err := <-sent
+	uses.report(f.answered != answered)
+	if err != nil || !keep {
 		return false
 	}
 	if upgrade {
-		f.pipe(f.br, f.up)
+		f.pipe(f.br, f.upc)
 		return false
 	}
 	return true
@@ -399,6 +422,10 @@ func (f *flow) answer(req *http.Request, body *reqBody) (keep, upgrade bool) {
 			return false, false
 		}
 		f.upLim.N = math.MaxInt64
+		if !f.backward(resp) {
+			return false, false
+		}
+		f.answered++
 		switch {
 		case resp.StatusCode == http.StatusSwitchingProtocols:
 			// The connection now speaks another protocol (a WebSocket):
@@ -549,7 +576,11 @@ func (f *flow) connect(isHTTP bool) bool {
 	p.mu.Lock()
 	f.up = &metered{Conn: up, f: f}
 	p.mu.Unlock()
-	f.upLim = io.LimitedReader{R: f.up, N: math.MaxInt64}
+	f.upc = f.up
+	if f.allow != nil && !f.upstreamTLS() {
+		return false
+	}
+	f.upLim = io.LimitedReader{R: f.upc, N: math.MaxInt64}
 	// Large reads: each one becomes at most one write into the stack, and
 	// the stack's cost is per segment (4 KiB reads ran at a fifth of
 	// loopback's speed).
@@ -577,17 +608,27 @@ func (f *flow) resolve() ([]netip.Addr, error) {
 	return addrs, nil
 }
 
-// pipe relays both ways until both sides are done.
+// pipe relays both ways until both sides are done; on a connection that
+// carries secrets, swapping them each way.
 func (f *flow) pipe(client io.Reader, up net.Conn) {
+	var back io.Reader = f.upBr
+	var fwd *secrets.Reader
+	if f.allow != nil {
+		fwd = f.p.secrets.Set.ForwardReader(client, f.allow)
+		client, back = fwd, f.p.secrets.Set.ReverseReader(back)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_, err := io.Copy(up, client)
 		closeWrite(up, err)
 	}()
-	_, err := io.Copy(f.c, f.upBr)
+	_, err := io.Copy(f.c, back)
 	closeWrite(f.c, err)
 	<-done
+	if fwd != nil {
+		f.reportUse(fwd.Use())
+	}
 }
 
 // closeWrite half-closes c after a clean end of its input, and closes it

@@ -51,6 +51,9 @@ func Start(netns *os.File, o Options) (*Stack, error) {
 	if o.Policy == nil {
 		return nil, errors.New("egress: no policy")
 	}
+	if o.Secrets != nil && (o.Secrets.Set == nil || o.Secrets.CA == nil) {
+		return nil, errors.New("egress: secrets without their set or CA")
+	}
 	fd, err := openTun(netns, cmp(o.MTU, defaultMTU))
 	if err != nil {
 		return nil, err

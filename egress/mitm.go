@@ -1,0 +1,366 @@
+package egress
+
+// Secrets on the wire. A connection to a host that may receive secrets is
+// not passed through: the stack ends the jail's TLS with a leaf of its own
+// CA, opens its own verified TLS to the host, and runs the same HTTP relay
+// as for plain HTTP in between, with the placeholders swapped for values on
+// the way out and the values swapped back on the way in. Every other
+// connection keeps the pass-through relay; plain HTTP is only checked that
+// it carries no placeholder, since a value must never travel in cleartext.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cruciblehq/crucible/secrets"
+)
+
+// errCleartext ends a plain HTTP request whose body turned out to carry a
+// placeholder, before the bytes that hold it are sent.
+var errCleartext = errors.New("egress: a placeholder in a plain HTTP request")
+
+// http11 is the only protocol offered either way: the relay speaks HTTP/1.
+var http11 = []string{"http/1.1"}
+
+// secretsFor returns the secrets this connection's destination may
+// receive, nil for none (then TLS passes through).
+func (f *flow) secretsFor() []string {
+	s := f.p.secrets
+	if s == nil || s.For == nil || f.name == "" {
+		return nil
+	}
+	if names := s.For(f.name, f.dst.Port()); len(names) > 0 {
+		return names
+	}
+	return nil
+}
+
+// serveTerminated ends the jail's TLS, whose ClientHello f.br holds and
+// whose server name was checked, then relays HTTP inside it.
+func (f *flow) serveTerminated() {
+	leaf, err := f.p.secrets.CA.leaf(f.name)
+	if err != nil {
+		f.deny(KindProtocol, "the sandbox could not make a certificate for "+f.name, false)
+		return
+	}
+	f.lim.N = math.MaxInt64
+	tc := tls.Server(bufConn{f.c, f.br}, &tls.Config{
+		Certificates: []tls.Certificate{*leaf},
+		NextProtos:   http11,
+		MinVersion:   tls.VersionTLS12,
+	})
+	ctx, cancel := context.WithTimeout(f.p.ctx, dialTimeout)
+	err = tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		f.p.report(Event{Kind: KindProtocol, Name: f.name, Port: f.dst.Port(),
+			Reason: "the TLS handshake failed: a client must trust the sandbox's CA to reach a host that receives secrets, and speak HTTP/1.1"})
+		f.abort()
+		return
+	}
+	f.c = tc
+	f.lim = &io.LimitedReader{R: tc, N: maxHead}
+	f.br = bufio.NewReaderSize(f.lim, maxHead)
+	f.serveHTTP()
+}
+
+// bufConn is a connection whose first bytes were read into r already.
+type bufConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c bufConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// upstreamTLS opens TLS to the host on f.up, verified for f.name. On
+// failure not a byte of the request has gone out: the jail is told why,
+// and the connection is dropped.
+func (f *flow) upstreamTLS() bool {
+	s := f.p.secrets
+	tc := tls.Client(f.up, &tls.Config{
+		ServerName: f.name,
+		RootCAs:    s.Roots,
+		NextProtos: http11,
+		MinVersion: tls.VersionTLS12,
+	})
+	ctx, cancel := context.WithTimeout(f.p.ctx, dialTimeout)
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	if p := tc.ConnectionState().NegotiatedProtocol; err == nil && p != "" && p != "http/1.1" {
+		err = errors.New("egress: upstream chose " + p)
+	}
+	if err == nil {
+		f.upc = tc
+		return true
+	}
+	reason := f.upstreamReason(err)
+	f.p.report(Event{Kind: KindSecret, Name: f.name, Port: f.dst.Port(), Reason: reason, Secrets: f.allow})
+	f.refuse(reason, true, http.StatusBadGateway)
+	f.p.mu.Lock()
+	up := f.up
+	f.up = nil
+	f.p.mu.Unlock()
+	f.p.untrack(up.Conn)
+	return false
+}
+
+// upstreamReason says, in a line safe for the model, why the host's TLS
+// was refused.
+func (f *flow) upstreamReason(err error) string {
+	host := f.name + ":" + strconv.Itoa(int(f.dst.Port()))
+	var (
+		unknown x509.UnknownAuthorityError
+		name    x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	why := "the TLS handshake with " + host + " failed"
+	switch {
+	case errors.As(err, &unknown):
+		why = "the certificate of " + host + " is not signed by an authority the sandbox trusts"
+	case errors.As(err, &name):
+		why = "the certificate of " + host + " is not valid for " + f.name
+	case errors.As(err, &invalid):
+		why = "the certificate of " + host + " is not valid (expired, not yet valid, or not for a server)"
+	}
+	return why + "; nothing was sent"
+}
+
+// admit checks a request before anything of it goes out: on a terminated
+// connection TRACE and TRACK are refused (they echo the request, secrets
+// included); on a plain one, a request that carries a placeholder.
+func (f *flow) admit(req *http.Request) bool {
+	if f.p.secrets == nil {
+		return true
+	}
+	if f.allow != nil {
+		if req.Method != "TRACE" && req.Method != "TRACK" {
+			return true
+		}
+		reason := req.Method + " is refused on a host that receives secrets"
+		f.p.report(Event{Kind: KindSecret, Name: f.name, Port: f.dst.Port(), Reason: reason})
+		f.refuse(reason, true, http.StatusMethodNotAllowed)
+		return false
+	}
+	if names := f.cleartext(req); len(names) > 0 {
+		f.refuseCleartext(names)
+		return false
+	}
+	return true
+}
+
+// cleartext returns the secrets whose placeholder req carries in its
+// target, head, or the part of its body already read.
+func (f *flow) cleartext(req *http.Request) []string {
+	// The body's framing never holds a match: a chunk's data is the only
+	// place a placeholder fits whole.
+	b, _ := f.br.Peek(f.br.Buffered())
+	return placeholders(f.p.secrets.Set, req.Header, req.RequestURI, req.Host, string(b))
+}
+
+// placeholders returns the secrets whose placeholder h (names or values)
+// or one of texts holds.
+func placeholders(set *secrets.Set, h http.Header, texts ...string) []string {
+	var names []string
+	scan := func(t string) {
+		_, u := set.Forward([]byte(t), nil)
+		names = append(names, u.Refused...)
+	}
+	for k, vs := range h {
+		scan(k)
+		for _, v := range vs {
+			scan(v)
+		}
+	}
+	for _, t := range texts {
+		scan(t)
+	}
+	return sortedSet(names)
+}
+
+func (f *flow) refuseCleartext(names []string) {
+	reason := "the request carries the placeholder of " + strings.Join(names, ", ") +
+		" over plain HTTP; secrets go only over HTTPS, to their own hosts"
+	f.p.report(Event{Kind: KindSecret, Name: f.target(), Port: f.dst.Port(), Reason: reason, Secrets: names})
+	f.refuse(reason, true, http.StatusForbidden)
+}
+
+// forward swaps the placeholders of the secrets f.allow names in req (its
+// target, head, body and trailers) for their values; on a plain
+// connection, it makes the body fail before it sends a placeholder.
+// The request's Use is reported once it was sent.
+func (f *flow) forward(req *http.Request) *uses {
+	s := f.p.secrets
+	if s == nil {
+		return nil
+	}
+	u := &uses{f: f}
+	if f.allow == nil {
+		if req.Body != http.NoBody {
+			u.body = s.Set.ForwardReader(req.Body, nil)
+			req.Body = &swapped{r: u.body, c: req.Body, guard: true, end: func() error {
+				if names := placeholders(s.Set, req.Trailer); names != nil {
+					u.add(secrets.Use{Refused: names})
+					return errCleartext
+				}
+				return nil
+			}}
+		}
+		return u
+	}
+	target, got := s.Set.ForwardURL(req.RequestURI, f.allow)
+	u.add(got)
+	if len(got.Replaced) > 0 {
+		if to, err := url.ParseRequestURI(target); err == nil {
+			req.URL = to
+		}
+	}
+	u.add(s.Set.ForwardHeader(req.Header, f.allow))
+	// The responses are scanned for values: they must come as they are.
+	req.Header.Set("Accept-Encoding", "identity")
+	req.Header.Del("Sec-WebSocket-Extensions")
+	if req.Body != http.NoBody {
+		u.body = s.Set.ForwardReader(req.Body, f.allow)
+		req.Body = &swapped{r: u.body, c: req.Body, end: func() error {
+			u.add(s.Set.ForwardHeader(req.Trailer, f.allow))
+			return nil
+		}}
+	}
+	return u
+}
+
+// backward swaps the values in a response from a terminated connection
+// back into placeholders: status line, head, body and trailers. A body
+// in an encoding it cannot scan is refused.
+func (f *flow) backward(resp *http.Response) bool {
+	if f.allow == nil {
+		return true
+	}
+	set := f.p.secrets.Set
+	set.ReverseHeader(resp.Header)
+	resp.Status = set.RedactString(resp.Status)
+	if resp.Body == http.NoBody {
+		return true
+	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		reason := fmt.Sprintf("%s:%d answered with Content-Encoding %q, which the sandbox cannot scan for secrets", f.name, f.dst.Port(), truncate(ce, 40))
+		f.p.report(Event{Kind: KindSecret, Name: f.name, Port: f.dst.Port(), Reason: reason})
+		_ = resp.Body.Close()
+		f.refuse(reason, true, http.StatusBadGateway)
+		return false
+	}
+	resp.Body = &swapped{r: set.ReverseReader(resp.Body), c: resp.Body, end: func() error {
+		set.ReverseHeader(resp.Trailer)
+		return nil
+	}}
+	return true
+}
+
+// swapped is a body read through a substitution. end runs at the
+// source's EOF, before it is returned: the trailers are read by then. With
+// guard, a placeholder found ends the body with errCleartext instead of
+// the bytes that hold it.
+type swapped struct {
+	r     *secrets.Reader
+	c     io.Closer
+	guard bool
+	end   func() error
+}
+
+func (b *swapped) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.guard && len(b.r.Use().Refused) > 0 {
+		return 0, errCleartext
+	}
+	if err == io.EOF {
+		if e := b.end(); e != nil {
+			return n, e
+		}
+	}
+	return n, err
+}
+
+func (b *swapped) Close() error { return b.c.Close() }
+
+// uses gathers what one request's substitutions met.
+type uses struct {
+	f    *flow
+	body *secrets.Reader
+
+	mu  sync.Mutex
+	got []secrets.Use
+}
+
+func (u *uses) add(got secrets.Use) {
+	u.mu.Lock()
+	u.got = append(u.got, got)
+	u.mu.Unlock()
+}
+
+// report reports the request's substitutions, once it was sent or failed.
+// A plain request cut off for a placeholder is answered here, unless a
+// response already was.
+func (u *uses) report(answered bool) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	all := slices.Clone(u.got)
+	u.mu.Unlock()
+	if u.body != nil {
+		all = append(all, u.body.Use())
+	}
+	var got secrets.Use
+	for _, g := range all {
+		got.Replaced = append(got.Replaced, g.Replaced...)
+		got.Refused = append(got.Refused, g.Refused...)
+	}
+	if u.f.allow == nil {
+		// The body stops at the first placeholder found (Request.Write
+		// does not wrap errCleartext so that errors.Is would find it).
+		if names := sortedSet(got.Refused); names != nil {
+			if answered {
+				u.f.p.report(Event{Kind: KindSecret, Name: u.f.target(), Port: u.f.dst.Port(), Secrets: names,
+					Reason: "the request carries the placeholder of " + strings.Join(names, ", ") + " over plain HTTP; it was cut off before it"})
+				return
+			}
+			u.f.refuseCleartext(names)
+		}
+		return
+	}
+	u.f.reportUse(got)
+}
+
+// reportUse reports the secrets swapped on a terminated connection, and
+// the placeholders found there of secrets it may not receive.
+func (f *flow) reportUse(got secrets.Use) {
+	if names := sortedSet(got.Replaced); names != nil {
+		f.p.report(Event{Kind: KindSecret, Allowed: true, Name: f.name, Port: f.dst.Port(), Secrets: names})
+	}
+	if names := sortedSet(got.Refused); names != nil {
+		f.p.report(Event{Kind: KindSecret, Name: f.name, Port: f.dst.Port(), Secrets: names,
+			Reason: fmt.Sprintf("the placeholder of %s was sent to %s:%d, which may not receive it; it went as it was",
+				strings.Join(names, ", "), f.name, f.dst.Port())})
+	}
+}
+
+func sortedSet(names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	names = slices.Clone(names)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
