@@ -258,3 +258,15 @@ type ToolCall struct {
 
 // Kind implements Event.
 func (ToolCall) Kind() string { return "tool_call" }
+
+// Skill records a change to the server's skills by a client: a save or a
+// delete, by name, with the hash of what was saved.
+type Skill struct {
+	Op       string `json:"op"` // "save" or "delete"
+	Name     string `json:"name"`
+	Client   string `json:"client"` // the client's key, never its token
+	CodeHash string `json:"code_sha256,omitempty"`
+}
+
+// Kind implements Event.
+func (Skill) Kind() string { return "skill" }

@@ -244,7 +244,7 @@ func (s *Server) runIn(ctx context.Context, dir, language, code, file string) (*
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets})
+	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills})
 }
 
 // errRun marks the errors of executions that the sandbox could not run (as

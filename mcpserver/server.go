@@ -131,7 +131,7 @@ func New(o Options) (*Server, error) {
 			p, err := sandbox.NewPool(o.Config, l, sandbox.PoolOptions{
 				Size: sv.Pool, Idle: poolIdle, InFlight: sv.MaxConcurrent,
 				Audit: o.Audit, Tools: o.Tools, Secrets: o.Secrets,
-				Workspace: s.warmWorkspace,
+				Workspace: s.warmWorkspace, Skills: sv.Skills,
 			})
 			if err != nil {
 				_ = s.Close()
@@ -147,8 +147,13 @@ func New(o Options) (*Server, error) {
 			return float64(n)
 		})
 	}
-	s.sessionful = s.newMCP(false)
-	s.stateless = s.newMCP(true)
+	if s.sessionful, err = s.newMCP(false); err == nil {
+		s.stateless, err = s.newMCP(true)
+	}
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	s.wg.Add(1)
 	go s.sweep()
 	return s, nil
@@ -201,14 +206,26 @@ const instructions = `Crucible runs your code in a fresh, locked-down sandbox. U
 Limits: each program has a time, memory and output limit, a bounded number of tool calls, and reaches only the network hosts the operator allowed. A refused operation is listed in "violations" with the reason: change the program rather than retry it.`
 
 // newMCP makes one of the server's MCP faces with its tools.
-func (s *Server) newMCP(stateless bool) *mcp.Server {
+func (s *Server) newMCP(stateless bool) (*mcp.Server, error) {
+	ins := instructions
+	if s.cfg.Serve.Skills != "" {
+		ins += "\n\nSkills: reusable programs, listed as resources skill://NAME; import them as `import { f } from \"/skills/NAME.ts\"` (Python: `import NAME`)."
+		if s.cfg.Serve.SkillsWritable {
+			ins += " save_skill keeps a program of yours as one."
+		}
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crucible", Title: "Crucible", Version: s.o.Version}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: ins,
 		Logger:       s.log,
 	})
 	mcp.AddTool(srv, executeTool(), s.executeHandler(stateless))
 	mcp.AddTool(srv, searchTool(), s.search)
-	return srv
+	if s.cfg.Serve.Skills != "" {
+		if err := s.addSkills(srv); err != nil {
+			return nil, err
+		}
+	}
+	return srv, nil
 }
 
 // sessionOf returns the state of the MCP session ss, made on first use; it

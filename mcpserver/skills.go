@@ -1,0 +1,235 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cruciblehq/crucible/audit"
+)
+
+// Skills are the operator's reusable programs: the files of serve.skills,
+// read-only at /skills in every jail, importable there
+// (`import { f } from "/skills/NAME.ts"`, Python's `import NAME`), each
+// listed as the resource skill://NAME. With serve.skills_writable, the
+// tools save_skill and delete_skill change them.
+
+// skillName is a skill's file name: a short lowercase name and the
+// extension of its language.
+var skillName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}\.(ts|js|py)$`)
+
+// maxSkill bounds one skill's source.
+const maxSkill = 256 << 10
+
+// skillURI is the resource URI of the skill named name.
+func skillURI(name string) string { return "skill://" + name }
+
+// listSkills names the skills in dir, sorted: the files whose names are
+// skill names (others are left alone: a helper module of a skill may sit
+// in a subdirectory).
+func listSkills(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && skillName.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// skillDescription is a skill's first comment line, its description.
+func skillDescription(src []byte) string {
+	line, _, _ := bytes.Cut(src, []byte("\n"))
+	for _, p := range []string{"//", "#"} {
+		if d, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(p)); ok {
+			return strings.TrimSpace(string(d))
+		}
+	}
+	return ""
+}
+
+// readSkill reads skill name of dir, not following a link at its name.
+func readSkill(dir, name string) ([]byte, error) {
+	if !skillName.MatchString(name) {
+		return nil, fmt.Errorf("%q is not a skill name", truncate(name, 80))
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("no skill %q", name)
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(io.LimitReader(f, maxSkill+1)); err != nil {
+		return nil, fmt.Errorf("reading skill %q: %w", name, err)
+	}
+	if b.Len() > maxSkill {
+		return nil, fmt.Errorf("skill %q is larger than %d KiB", name, maxSkill>>10)
+	}
+	return b.Bytes(), nil
+}
+
+// addSkills lists the skills as resources of srv, and, when writable,
+// offers the tools that change them.
+func (s *Server) addSkills(srv *mcp.Server) error {
+	dir := s.cfg.Serve.Skills
+	names, err := listSkills(dir)
+	if err != nil {
+		return fmt.Errorf("serve.skills: %w", err)
+	}
+	for _, n := range names {
+		src, err := readSkill(dir, n)
+		if err != nil {
+			return fmt.Errorf("serve.skills: %w", err)
+		}
+		s.addSkillResource(srv, n, skillDescription(src))
+	}
+	if s.cfg.Serve.SkillsWritable {
+		mcp.AddTool(srv, saveSkillTool(), s.saveSkill)
+		mcp.AddTool(srv, deleteSkillTool(), s.deleteSkill)
+	}
+	return nil
+}
+
+func (s *Server) addSkillResource(srv *mcp.Server, name, desc string) {
+	mime := "text/x-typescript"
+	switch filepath.Ext(name) {
+	case ".js":
+		mime = "text/javascript"
+	case ".py":
+		mime = "text/x-python"
+	}
+	srv.AddResource(&mcp.Resource{URI: skillURI(name), Name: name, Description: desc, MIMEType: mime},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			src, err := readSkill(s.cfg.Serve.Skills, name)
+			if err != nil {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: mime, Text: string(src)}}}, nil
+		})
+}
+
+type saveSkillIn struct {
+	Name        string `json:"name"`
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+type deleteSkillIn struct {
+	Name string `json:"name"`
+}
+
+var nameSchema = &jsonschema.Schema{Type: "string", Pattern: skillName.String(),
+	Description: `The skill's file name: lowercase letters, digits and _, and .ts, .js or .py (e.g. "fetch_issues.ts").`}
+
+func saveSkillTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:        "save_skill",
+		Title:       "Save a reusable program",
+		Description: `Saves a program as a skill, which later programs import from /skills ("import { f } from '/skills/NAME.ts'"; Python: "import NAME"). Replaces a skill of the same name.`,
+		InputSchema: &jsonschema.Schema{
+			Type:     "object",
+			Required: []string{"name", "code", "description"},
+			Properties: map[string]*jsonschema.Schema{
+				"name":        nameSchema,
+				"code":        {Type: "string", Description: "The module's source; export what other programs use."},
+				"description": {Type: "string", Description: "One line: what the skill does."},
+			},
+			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+		},
+	}
+}
+
+func deleteSkillTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:        "delete_skill",
+		Title:       "Delete a skill",
+		Description: "Deletes a saved skill.",
+		InputSchema: &jsonschema.Schema{
+			Type:                 "object",
+			Required:             []string{"name"},
+			Properties:           map[string]*jsonschema.Schema{"name": nameSchema},
+			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+		},
+	}
+}
+
+func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
+	desc := strings.TrimSpace(in.Description)
+	switch {
+	case !skillName.MatchString(in.Name):
+		return nil, nil, fmt.Errorf("name %q: want lowercase letters, digits and _, then .ts, .js or .py", truncate(in.Name, 80))
+	case len(in.Code) > maxSkill:
+		return nil, nil, fmt.Errorf("code is larger than %d KiB", maxSkill>>10)
+	case desc == "" || len(desc) > 200 || strings.ContainsAny(desc, "\r\n"):
+		return nil, nil, errors.New("description: want one line of at most 200 characters")
+	}
+	comment := "// "
+	if filepath.Ext(in.Name) == ".py" {
+		comment = "# "
+	}
+	src := []byte(comment + desc + "\n" + in.Code)
+	if err := writeSkill(s.cfg.Serve.Skills, in.Name, src); err != nil {
+		s.log.Error("saving a skill", "name", in.Name, "error", err)
+		return nil, nil, errors.New("the skill could not be saved; the server's log says why")
+	}
+	_ = s.o.Audit.Log(audit.Skill{Op: "save", Name: in.Name, Client: clientOf(req), CodeHash: fmt.Sprintf("%x", sha256.Sum256(src))})
+	for _, srv := range []*mcp.Server{s.sessionful, s.stateless} {
+		s.addSkillResource(srv, in.Name, desc)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+		Text: fmt.Sprintf("Saved. Import it as %q (resource %s).", "/skills/"+in.Name, skillURI(in.Name)),
+	}}}, nil, nil
+}
+
+func (s *Server) deleteSkill(_ context.Context, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
+	if !skillName.MatchString(in.Name) {
+		return nil, nil, fmt.Errorf("name %q is not a skill name", truncate(in.Name, 80))
+	}
+	if err := os.Remove(filepath.Join(s.cfg.Serve.Skills, in.Name)); err != nil {
+		return nil, nil, fmt.Errorf("no skill %q", in.Name)
+	}
+	_ = s.o.Audit.Log(audit.Skill{Op: "delete", Name: in.Name, Client: clientOf(req)})
+	for _, srv := range []*mcp.Server{s.sessionful, s.stateless} {
+		srv.RemoveResources(skillURI(in.Name))
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Deleted."}}}, nil, nil
+}
+
+// writeSkill replaces skill name of dir with src, whole or not at all.
+func writeSkill(dir, name string, src []byte) error {
+	f, err := os.CreateTemp(dir, ".save-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(src)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
