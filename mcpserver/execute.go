@@ -38,6 +38,7 @@ type executeOut struct {
 	Workspace  string              `json:"workspace"`
 	LimitsHit  []string            `json:"limits_hit"`
 	Truncated  bool                `json:"truncated"`
+	Network    *sandbox.NetworkUse `json:"network,omitempty"`
 }
 
 type programError struct {
@@ -87,6 +88,7 @@ func executeTool() *mcp.Tool {
 				"workspace":   str("The handle of this execution's /workspace, to pass back as execute's workspace."),
 				"limits_hit":  {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Limits reached: timeout, memory, pids, output."},
 				"truncated":   {Type: "boolean", Description: "Whether output was cut at the output limit."},
+				"network":     {Type: "object", Description: "What the program's connections carried: connections, bytes_out, bytes_in."},
 			},
 		},
 	}
@@ -192,6 +194,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
 		Result: res.Result, Violations: res.Violations, ToolCalls: res.ToolCalls,
 		DurationMS: res.DurationMS, Workspace: handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
+		Network: res.Network,
 	}
 	if len(out.Result) == 0 {
 		out.Result = json.RawMessage("null")

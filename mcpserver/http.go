@@ -107,8 +107,15 @@ func (s *Server) ops() *http.ServeMux {
 	return mux
 }
 
-// ready answers 200 when every configured MCP server lists its tools.
+// ready answers 200 when the warm pools have jails ready (or have served
+// executions) and every configured MCP server lists its tools.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	for l, p := range s.pools {
+		if st := p.Stats(); st.Ready == 0 && st.Warm+st.Cold == 0 {
+			http.Error(w, "not ready: the warm pool of "+l+" programs is filling", http.StatusServiceUnavailable)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	tools, err := s.o.Tools.List(ctx)

@@ -17,6 +17,7 @@ type metrics struct {
 	duration   prometheus.Histogram
 	violations *prometheus.CounterVec
 	toolCalls  *prometheus.CounterVec
+	egress     *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -39,8 +40,12 @@ func newMetrics() *metrics {
 			Name: "crucible_tool_calls_total",
 			Help: "Tool calls made by programs, by server and outcome (ok, error).",
 		}, []string{"server", "outcome"}),
+		egress: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crucible_egress_bytes_total",
+			Help: "Bytes that programs' network connections carried, by direction: out (sent by the program) and in.",
+		}, []string{"direction"}),
 	}
-	m.reg.MustRegister(m.executions, m.duration, m.violations, m.toolCalls,
+	m.reg.MustRegister(m.executions, m.duration, m.violations, m.toolCalls, m.egress,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -68,6 +73,10 @@ func (m *metrics) execution(out *executeOut, err error, took time.Duration) {
 	}
 	for _, v := range out.Violations {
 		m.violations.WithLabelValues(v.Kind).Add(float64(max(v.Count, 1)))
+	}
+	if n := out.Network; n != nil {
+		m.egress.WithLabelValues("out").Add(float64(n.BytesOut))
+		m.egress.WithLabelValues("in").Add(float64(n.BytesIn))
 	}
 	for _, c := range out.ToolCalls {
 		outcome := "ok"

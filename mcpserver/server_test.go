@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -257,6 +258,19 @@ func TestWorkspaces(t *testing.T) {
 		t.Errorf("stateless workspaces: %q, %q", s1.Workspace, s2.Workspace)
 	}
 
+	// The metrics count what ran.
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	for _, want := range []string{`crucible_executions_total{outcome="ok"} 7`, `crucible_executions_total{outcome="refused"} 2`, "crucible_workspaces ", "crucible_pool_ready ", "crucible_execution_duration_seconds_bucket"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	// Ending the session deletes its workspace.
 	dir := s.spaces.dir(w1.Workspace)
 	if err := a.Close(); err != nil {
@@ -319,7 +333,7 @@ func TestHTTPAuth(t *testing.T) {
 			t.Errorf("%s: status %d; want %d", tt.name, resp.StatusCode, tt.want)
 		}
 	}
-	for _, p := range []string{"/healthz", "/metrics", "/readyz"} {
+	for _, p := range []string{"/healthz", "/metrics"} {
 		resp, err := http.Get(url + p)
 		if err != nil {
 			t.Fatal(err)
@@ -327,6 +341,24 @@ func TestHTTPAuth(t *testing.T) {
 		_ = resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Errorf("GET %s: %d", p, resp.StatusCode)
+		}
+	}
+	// Ready once the pools have a jail each (none here without root).
+	if os.Geteuid() == 0 {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			resp, err := http.Get(url + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET /readyz: %d for a minute", resp.StatusCode)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }

@@ -71,6 +71,7 @@ type netLog struct {
 
 	mu         sync.Mutex
 	exec       string // the execution's id, once it has begun
+	use        NetworkUse
 	lines      int
 	violations []violation.Violation
 	index      map[violation.Violation]int // by kind, host, port and reason
@@ -91,6 +92,11 @@ func (l *netLog) begin(exec string) {
 
 func (l *netLog) report(e egress.Event) {
 	l.mu.Lock()
+	if e.Done {
+		l.use.Connections++
+		l.use.BytesOut += e.BytesOut
+		l.use.BytesIn += e.BytesIn
+	}
 	if !e.Allowed {
 		key := violation.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason}
 		if _, ok := l.index[key]; !ok && len(l.violations) >= maxNetViolations {
@@ -129,6 +135,14 @@ func (l *netLog) report(e egress.Event) {
 		ev.Addr = e.Addr.String()
 	}
 	_ = l.audit.Log(ev)
+}
+
+// usage is what the execution's connections carried.
+func (l *netLog) usage() *NetworkUse {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	u := l.use
+	return &u
 }
 
 func (l *netLog) result() []violation.Violation {

@@ -243,6 +243,9 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	_ = x.audit.Log(x.ev)
 
 	out := newResult(res)
+	if x.net != nil {
+		out.Network = x.net.usage()
+	}
 	if x.tools != nil {
 		out.ToolCalls = append(out.ToolCalls, x.tools.calls...)
 	}
@@ -488,9 +491,21 @@ type Result struct {
 	Degraded   []string    `json:"degraded,omitempty"`
 	ToolCalls  []ToolCall  `json:"tool_calls"` // in the order the code made them
 
+	// Network is what the execution's connections carried; nil without
+	// a network.
+	Network *NetworkUse `json:"network,omitempty"`
+
 	// From `crucible run`: the program's value, and its uncaught error.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *lang.Error     `json:"error,omitempty"`
+}
+
+// NetworkUse counts the TCP connections that an execution's network
+// carried to their end, and their bytes: out is what the code sent.
+type NetworkUse struct {
+	Connections int   `json:"connections"`
+	BytesOut    int64 `json:"bytes_out"`
+	BytesIn     int64 `json:"bytes_in"`
 }
 
 // Violation is one kind of denied operation (see package violation for the

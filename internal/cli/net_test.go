@@ -243,6 +243,10 @@ print(urllib.request.urlopen(sys.argv[2], timeout=10, context=ctx).read().decode
 	if r.ExitCode != 0 || r.Stdout != want || len(r.Violations) != 0 {
 		t.Fatalf("allowed traffic:\n%s", dump(r))
 	}
+	// Five connections, each a request out and an answer in, all counted.
+	if u := r.Network; u == nil || u.Connections != 5 || u.BytesOut < 5*40 || u.BytesIn < int64(len(want)) {
+		t.Errorf("network use %+v", u)
+	}
 	if ua, _ := f.lastAgent.Load().(string); !strings.HasPrefix(ua, "Python-urllib/") {
 		t.Errorf("user agent %q: not relayed as sent", ua)
 	}
