@@ -12,6 +12,11 @@
 //     name itself, refuses any answer that is not allowed (private, metadata),
 //     dials the checked address and relays.
 //   - Other UDP is dropped.
+//   - With [Options.Secrets], a connection to a host that may receive
+//     secrets is not passed through: the stack ends the jail's TLS with a
+//     certificate of its own [CA], verifies the host's, and swaps
+//     placeholders for real values in the requests and back in the
+//     responses. A placeholder sent in cleartext is refused.
 //
 // It is mechanism, not policy: a [Policy] decides, and each decision is
 // reported as an [Event]. It knows nothing of the config file or the jail

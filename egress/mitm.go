@@ -75,6 +75,12 @@ func (f *flow) serveTerminated() {
 	f.lim = &io.LimitedReader{R: tc, N: maxHead}
 	f.br = bufio.NewReaderSize(f.lim, maxHead)
 	f.serveHTTP()
+	// A close_notify tells the jail that an answer delimited by the end
+	// of the connection is whole; after a cut one, its absence says that
+	// it is not.
+	if f.whole {
+		_ = tc.CloseWrite()
+	}
 }
 
 // bufConn is a connection whose first bytes were read into r already.

@@ -48,6 +48,9 @@ type upstream struct {
 	cert func(name string) (*tls.Certificate, error)
 	// respond answers one request whose body it was given.
 	respond func(w io.Writer, req *http.Request, body []byte)
+	// end: after each answer, the connection ends, with a TLS
+	// close_notify if clean.
+	end, clean bool
 
 	mu       sync.Mutex
 	accepted int    // TCP connections
@@ -87,11 +90,17 @@ func (u *upstream) serve(c net.Conn, tlsOn bool) {
 		}
 		u.mu.Lock()
 		u.reqs = append(u.reqs, seenReq{req.Method, req.RequestURI, req.Header, body})
-		respond := u.respond
+		respond, end, clean := u.respond, u.end, u.clean
 		u.mu.Unlock()
 		bw := bufio.NewWriter(conn)
 		respond(bw, req, body)
 		if bw.Flush() != nil {
+			return
+		}
+		if end && clean {
+			conn.Close()
+		}
+		if end {
 			return
 		}
 	}
@@ -800,4 +809,54 @@ func FuzzSecretRelay(f *testing.F) {
 			t.Fatalf("the jail got %q, sent %q", got, body)
 		}
 	})
+}
+
+// TestSecretUntilClose: an answer whose end is the end of the connection
+// reaches the jail swapped, and its TLS ends with a close_notify (without
+// one, OpenSSL's clients take the answer for cut); after a cut answer, it
+// ends without one.
+func TestSecretUntilClose(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		t.Run(fmt.Sprint("cut=", cut), func(t *testing.T) {
+			f := newSecretFix(t, Limits{})
+			f.up.respond = func(w io.Writer, _ *http.Request, _ []byte) {
+				if cut {
+					fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nvalue=%s", valueA)
+					return
+				}
+				fmt.Fprintf(w, "HTTP/1.0 200 OK\r\n\r\nvalue=%s", valueA)
+			}
+			f.up.end, f.up.clean = true, true
+			// TLS 1.2 shows an alert as an alert record.
+			raw := &jailConn{Conn: f.open(t, svc, false)}
+			c := tls.Client(raw, &tls.Config{ServerName: svc, RootCAs: f.trust, MaxVersion: tls.VersionTLS12})
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", svc)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			if cut && (err == nil || f.leaks(raw.got) != nil) || !cut && (err != nil || string(b) != "value="+f.ph("A")) {
+				t.Errorf("the jail got %q, %v", b, err)
+			}
+			if last := lastRecord(raw.got); cut == (last == recordAlert) {
+				t.Errorf("the jail's TLS ended with a record of type %d", last)
+			}
+		})
+	}
+}
+
+const recordAlert = 21
+
+// lastRecord returns the type of the last whole TLS record in b.
+func lastRecord(b []byte) byte {
+	var typ byte
+	for len(b) >= 5 {
+		n := 5 + (int(b[3])<<8 | int(b[4]))
+		if len(b) < n {
+			break
+		}
+		typ, b = b[0], b[n:]
+	}
+	return typ
 }

@@ -190,7 +190,8 @@ type flow struct {
 	// The HTTP relay's buffers, each way: see startHTTP.
 	toJail, toUp *bufio.Writer
 	idle         *time.Timer
-	answered     int // responses relayed to the jail
+	answered     int  // responses relayed to the jail
+	whole        bool // the last answer to the jail was sent whole
 	// Bytes of this connection, each way.
 	out, in atomic.Int64
 }
@@ -263,6 +264,7 @@ func (f *flow) refuse(reason string, isHTTP bool, status int) {
 		f.abort()
 		return
 	}
+	f.whole = true
 	body := "crucible: " + reason + "\n"
 	_, _ = fmt.Fprintf(f.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body)
@@ -371,6 +373,7 @@ func (f *flow) exchange(req *http.Request) bool {
 		req.Body = body
 	}
 	sent := make(chan error, 1)
+	f.whole = false
 	go func() { sent <- f.send(req) }()
 	answered := f.answered
 	keep, upgrade := f.answer(req, body)
@@ -455,6 +458,7 @@ func (f *flow) answer(req *http.Request, body *reqBody) (keep, upgrade bool) {
 		if err != nil || f.toJail.Flush() != nil {
 			return false, false
 		}
+		f.whole = true
 		return !resp.Close && !req.Close, false
 	}
 }
