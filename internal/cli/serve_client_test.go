@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -185,6 +186,7 @@ type clientStep struct {
 	Capabilities map[string]json.RawMessage
 	Instructions string
 	Session      string
+	PID          int
 	Tools        []struct {
 		Name, Description string
 		InputSchema       struct {
@@ -339,6 +341,84 @@ func TestServeStdioClient(t *testing.T) {
 	cfg := serveConfig(t)
 	steps := mcpClient(t, crucibleEnv(), append([]string{"--code", echoProgram, "--stdio"}, crucibleCmd("serve", "--config", cfg)...)...)
 	checkClientSteps(t, steps)
+}
+
+// An agent that dies mid-execution leaves no jail behind: crucible serve,
+// whose stdin it held, ends the execution, tears down its warm jails and
+// exits. Each jail's cgroup, named after serve's pid, is where a process
+// left behind would be.
+func TestServeStdioHangUp(t *testing.T) {
+	requireRoot(t)
+	node, _ := mcpNode(t)
+	cfg := serveConfig(t)
+	args := append([]string{"testdata/mcpclient.mjs", "--code", `await new Promise(r => setTimeout(r, 100000)); return 1`, "--stdio"}, crucibleCmd("serve", "--config", cfg)...)
+	client := exec.Command(node, args...)
+	client.Env = crucibleEnv()
+	var stderr strings.Builder
+	client.Stderr = &stderr
+	stdout, err := client.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Process.Kill(); _ = client.Wait() })
+
+	// The server's pid, then the first progress notification: the
+	// execution runs.
+	lines := make(chan clientStep)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var s clientStep
+			if json.Unmarshal(sc.Bytes(), &s) == nil {
+				lines <- s
+			}
+		}
+	}()
+	pid := 0
+	timeout := time.After(60 * time.Second)
+	for running := false; !running; {
+		select {
+		case s, ok := <-lines:
+			if !ok || s.Error != "" {
+				t.Fatalf("mcpclient ended before the execution ran: %+v\n%s", s, stderr.String())
+			}
+			if s.Step == "connect" {
+				pid = s.PID
+			}
+			running = s.Step == "progress"
+		case <-timeout:
+			t.Fatalf("no progress from the execution within 60s\n%s", stderr.String())
+		}
+	}
+	if pid == 0 || len(jailCgroups(pid)) == 0 {
+		t.Fatalf("serve (pid %d) runs no jail", pid)
+	}
+
+	if err := client.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; processAlive(pid) || len(jailCgroups(pid)) > 0; i++ {
+		if i == 300 || time.Now().After(deadline) {
+			t.Fatalf("30s after its client died, serve is alive: %v; its jails' cgroups: %q\n%s", processAlive(pid), jailCgroups(pid), stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processAlive reports whether pid runs (a zombie has ended).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // An agent that reaches crucible serve over Streamable HTTP, with its token;

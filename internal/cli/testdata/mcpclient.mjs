@@ -51,6 +51,7 @@ try {
     capabilities: client.getServerCapabilities(),
     instructions: client.getInstructions() ?? "",
     session: transport.sessionId ?? "",
+    pid: transport.pid ?? 0, // the server's, over stdio
   });
 
   // listTools parses every tool with the SDK's schemas and compiles each
@@ -79,7 +80,10 @@ try {
   step = "execute";
   let progress = 0;
   const ran = await client.callTool({ name: "execute", arguments: { code } }, undefined, {
-    onprogress: () => progress++,
+    onprogress: ({ message }) => {
+      progress++;
+      console.log(JSON.stringify({ step: "progress", message }));
+    },
   });
   out({ result: ran, progress });
 
