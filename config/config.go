@@ -42,6 +42,9 @@ type Config struct {
 	// Secrets are the credentials the code may use without holding them,
 	// by the name the code sees them under (see secrets.go).
 	Secrets map[string]Secret `yaml:"secrets"`
+	// APIs are the HTTP APIs the code may call, described and limited
+	// (see apis.go).
+	APIs map[string]API `yaml:"apis"`
 	// Serve configures `crucible serve` (see serve.go).
 	Serve Serve `yaml:"serve"`
 
@@ -551,6 +554,10 @@ func (c *Config) Normalize() {
 	clean(&c.Runtimes.Deno)
 	clean(&c.Audit.File)
 	clean(&c.Network.UpstreamCA)
+	for name, a := range c.APIs {
+		clean(&a.Docs)
+		c.APIs[name] = a
+	}
 	c.normalizeSecrets()
 	c.Serve.normalize()
 	for name, s := range c.Servers {
@@ -592,6 +599,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateSecrets(); err != nil {
+		return err
+	}
+	if err := c.validateAPIs(); err != nil {
 		return err
 	}
 	return c.Serve.validate()

@@ -236,6 +236,11 @@ func TestLoadFull(t *testing.T) {
 	if !reflect.DeepEqual(c.Secrets, wantSecrets) {
 		t.Errorf("Load(full.yaml).Secrets = %+v; want %+v", c.Secrets, wantSecrets)
 	}
+	wantAPIs := map[string]API{"github": {Description: "GitHub's REST API", Hosts: []string{"api.github.com"}, Secrets: []string{"GITHUB_TOKEN"},
+		Docs: "/etc/crucible/github-openapi.json", Rules: []APIRule{{Allow: "GET /repos/**"}, {Deny: "DELETE /**"}}}}
+	if !reflect.DeepEqual(c.APIs, wantAPIs) {
+		t.Errorf("Load(full.yaml).APIs = %+v; want %+v", c.APIs, wantAPIs)
+	}
 	wantServe := Serve{Token: "0123456789abcdef0123", Tokens: []string{"fedcba9876543210fedc"}, AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute),
 		MaxBody: 1 * MiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true}
@@ -325,8 +330,18 @@ func TestParseErrors(t *testing.T) {
 		{"sandbox:\n  env: {K: v}\nsecrets:\n  K: {from: env:X, hosts: [a.test]}\n", `c.yaml:4: secrets["K"]: "K" is also set in sandbox.env; a variable is one or the other`},
 		{"secrets:\n  K: {from: X, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: must be env:VAR or file:/absolute/path`},
 		{"secrets:\n  K: {from: file:rel, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: must be env:VAR or file:/absolute/path`},
-		{"secrets:\n  K: {from: env:X}\n", `c.yaml:2: secrets["K"].hosts: must name at least one host that may receive the secret`},
+		{"secrets:\n  K: {from: env:X}\n", `c.yaml:2: secrets["K"].hosts: must name at least one host that may receive the secret (or an api must list it)`},
 		{"secrets:\n  K: {from: env:X, hosts: [a.test], value: x}\n", `c.yaml:2: unknown key "value" in secrets["K"]`},
+		// APIs.
+		{"apis:\n  gh-api: {hosts: [a.test]}\n", `c.yaml:2: apis["gh-api"]: the name must be an identifier: letters, digits and _, not starting with a digit`},
+		{"apis:\n  gh: {description: x}\n", `c.yaml:2: apis["gh"].hosts: must name at least one host`},
+		{"apis:\n  gh: {hosts: [a.test], secrets: [NOPE]}\n", `c.yaml:2: apis["gh"].secrets[0]: "NOPE" is not a secret of the secrets section`},
+		{"apis:\n  gh: {hosts: [a.test], docs: rel.md}\n", `c.yaml:2: apis["gh"].docs: "rel.md" is not an absolute path`},
+		{"apis:\n  gh:\n    hosts: [a.test]\n    rules: [{allow: GET}]\n", `c.yaml:4: apis["gh"].rules[0]: "GET" is not METHOD /path (e.g. "GET /repos/**" or "* /admin/**")`},
+		{"apis:\n  gh:\n    hosts: [a.test]\n    rules: [{allow: \"get /x\"}]\n", `c.yaml:4: apis["gh"].rules[0]: "get /x" is not METHOD /path (e.g. "GET /repos/**" or "* /admin/**")`},
+		{"apis:\n  gh:\n    hosts: [a.test]\n    rules: [{deny: \"GET /a/**/b\"}]\n", `c.yaml:4: apis["gh"].rules[0]: "GET /a/**/b": ** is only allowed as the last segment (/**)`},
+		{"apis:\n  gh:\n    hosts: [a.test]\n    rules: [{deny: \"GET /a?x=1\"}]\n", `c.yaml:4: apis["gh"].rules[0]: "GET /a?x=1": the path must start with / and hold no spaces, query or fragment`},
+		{"apis:\n  gh:\n    hosts: [a.test]\n    rules: [{allow: \"GET /\", deny: \"GET /\"}]\n", `c.yaml:4: apis["gh"].rules[0]: needs one of allow or deny`},
 		// Serve.
 		{"serve:\n  token: short\n", `c.yaml:2: serve.token: must be at least 16 characters, without spaces or line breaks`},
 		{"serve:\n  tokens: [\"a b c d e f g h i j\"]\n", `c.yaml:2: serve.tokens[0]: must be at least 16 characters, without spaces or line breaks`},
@@ -570,5 +585,20 @@ func TestWhere(t *testing.T) {
 	}
 	if got := Default().Where("network.allow[0]"); got != "" {
 		t.Errorf("a default config has a place: %q", got)
+	}
+}
+
+// A secret that an API lists goes to the API's hosts, and needs none of its
+// own.
+func TestSecretHostsFromAPIs(t *testing.T) {
+	c, err := Parse([]byte("secrets:\n  T: {from: env:T}\n  U: {from: env:U, hosts: [u.test]}\napis:\n  a: {hosts: [a.test, b.test], secrets: [T, U]}\n  b: {hosts: [c.test]}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SecretHosts("T"); !reflect.DeepEqual(got, []string{"a.test", "b.test"}) {
+		t.Errorf("SecretHosts(T) = %v", got)
+	}
+	if got := c.SecretHosts("U"); !reflect.DeepEqual(got, []string{"u.test", "a.test", "b.test"}) {
+		t.Errorf("SecretHosts(U) = %v", got)
 	}
 }

@@ -48,8 +48,8 @@ func (c *Config) validateSecrets() error {
 			// Not quoted: it may be the value itself, written by mistake.
 			return fieldErrorf(at+".from", "must be env:VAR or file:/absolute/path")
 		}
-		if len(s.Hosts) == 0 {
-			return fieldErrorf(at+".hosts", "must name at least one host that may receive the secret")
+		if len(c.SecretHosts(name)) == 0 {
+			return fieldErrorf(at+".hosts", "must name at least one host that may receive the secret (or an api must list it)")
 		}
 		for i, h := range s.Hosts {
 			if h == "" || strings.ContainsAny(h, "\x00\r\n") {
