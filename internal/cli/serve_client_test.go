@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -60,7 +60,7 @@ var conformanceScenarios = []struct{ name, notApplicable string }{
 	{"server-sse-polling", "calls the test tool test_reconnection (and is in the suite's pending set)"},
 	{"server-sse-multiple-streams", ""}, // three concurrent tools/list POSTs in one session
 	{"elicitation-sep1330-enums", "calls the test tool test_elicitation_sep1330_enums; serve never elicits"},
-	{"resources-list", ""}, // the skills, as resources
+	{"resources-list", ""}, // the skills, as resources (none yet: serve lists no resources until it offers skills)
 	{"resources-read-text", "reads the test resource test://static-text"},
 	{"resources-read-binary", "reads the test resource test://static-binary"},
 	{"resources-templates-read", "reads from the test template test://template/{id}/data"},
@@ -110,21 +110,14 @@ func crucibleEnv(extra ...string) []string {
 	return append(os.Environ(), append([]string{"CRUCIBLE_TEST_CLI=1"}, extra...)...)
 }
 
-// httpServe starts `crucible serve --http` on a free loopback port with
-// serveToken and returns its base URL once /healthz answers 200. The
-// server gets SIGTERM when the test ends, and is killed 10s later if it
-// has not exited by then.
+// httpServe starts `crucible serve --http` on a loopback port of its
+// choosing, with serveToken, and returns its base URL once /healthz answers
+// 200. The server gets SIGTERM when the test ends, and must then exit 0
+// (it is killed 10s later if it has not exited).
 func httpServe(t *testing.T, cfg string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
 	ctx, cancel := context.WithCancel(context.Background())
-	argv := crucibleCmd("serve", "--http", addr, "--config", cfg)
+	argv := crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfg)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = crucibleEnv("CRUCIBLE_TOKEN=" + serveToken)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -139,39 +132,43 @@ func httpServe(t *testing.T, cfg string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	serveLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
 	t.Cleanup(func() {
 		cancel()
+		<-exited
 		// Wait reports the cancellation itself as an error: the exit
 		// status says whether serve stopped cleanly on its SIGTERM.
-		err := <-exited
 		if code := cmd.ProcessState.ExitCode(); code != 0 && !t.Failed() {
-			t.Errorf("crucible serve, stopped by SIGTERM: exit %d (%v)\n%s", code, err, serveLog())
+			t.Errorf("crucible serve, stopped by SIGTERM: exit %d (%v)\n%s", code, waitErr, serveLog())
 		}
 		if t.Failed() {
 			t.Logf("crucible serve's output:\n%s", serveLog())
 		}
 	})
 
-	base := "http://" + addr
+	// serve says where it listens, then answers /healthz.
+	listening := regexp.MustCompile(`listening on (http://\S+)`)
 	deadline := time.Now().Add(60 * time.Second)
 	for i := 0; ; i++ {
 		select {
-		case err := <-exited:
-			t.Fatalf("crucible serve exited before it was healthy: %v\n%s", err, serveLog())
+		case <-exited:
+			t.Fatalf("crucible serve exited before it was healthy: %v\n%s", waitErr, serveLog())
 		default:
 		}
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
+		if m := listening.FindStringSubmatch(serveLog()); m != nil {
+			resp, err := http.Get(m[1] + "/healthz")
+			if err == nil {
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return m[1]
+				}
 			}
 		}
 		if i == 600 || time.Now().After(deadline) {
-			t.Fatalf("crucible serve at %s: no 200 from /healthz within 60s (last: %v)\n%s", addr, err, serveLog())
+			t.Fatalf("crucible serve: not listening, or no 200 from /healthz, within 60s\n%s", serveLog())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
