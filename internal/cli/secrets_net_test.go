@@ -154,6 +154,17 @@ secrets:
 		svcName, f.echo, f.untrusted, f.wrongName, f.closed))
 }
 
+// needCurlPython skips t without the clients the jail runs from the
+// host's /usr.
+func needCurlPython(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/curl", "/usr/bin/python3"} {
+		if _, err := os.Stat(p); err != nil {
+			testenv.Missing(t, "needs "+p)
+		}
+	}
+}
+
 // received is the request the echo server got at path, "" if none.
 func (f *secretFix) received(path string) string {
 	f.mu.Lock()
@@ -200,6 +211,7 @@ func placeholder(t *testing.T, r *sandbox.Result) string {
 // secret's own host receives the value in its place; the value the host
 // echoes comes back as the placeholder.
 func TestSecretsReachTheirHost(t *testing.T) {
+	needCurlPython(t)
 	f := newSecretFix(t)
 	audit := filepath.Join(t.TempDir(), "audit.ndjson")
 	// The jail gets the value reversed, only to look for it in its files:
@@ -254,6 +266,7 @@ echo "files: $(grep -rlF -e "$V" /etc /crucible /tmp /workspace /proc/self/envir
 // its own (OTHER), to a host without secrets (TLS passes through), over
 // plain HTTP, and with TRACE. None of them gets the value.
 func TestAttackSecretsLaundering(t *testing.T) {
+	needCurlPython(t)
 	f := newSecretFix(t)
 	audit := filepath.Join(t.TempDir(), "audit.ndjson")
 	r := jailSh(t, fmt.Sprintf(`echo "env: $TOKEN"
@@ -296,6 +309,7 @@ curl -sS -X TRACE https://%[2]s:%[3]d/trace; echo " trace $?"
 // a certificate no one trusts, one for another name. An upstream that
 // does not answer: its error says nothing of the value or the address.
 func TestAttackSecretsUpstreamTLS(t *testing.T) {
+	needCurlPython(t)
 	f := newSecretFix(t)
 	audit := filepath.Join(t.TempDir(), "audit.ndjson")
 	r := jailSh(t, fmt.Sprintf(`echo "env: $TOKEN"
@@ -357,6 +371,7 @@ export default { token: env.TOKEN, echo: r.headers.get("x-echo") };`, svcName, f
 // and throws it. What leaves has the placeholder instead, streamed or not.
 func TestAttackSecretsRedacted(t *testing.T) {
 	requireRoot(t)
+	needCurlPython(t)
 	dir := testenv.PublicDir(t)
 	file := filepath.Join(dir, "token")
 	if err := os.WriteFile(file, []byte(tokenValue+"\n"), 0o644); err != nil {
