@@ -75,7 +75,7 @@ func BenchmarkSecrets(b *testing.B) {
 		host := map[string]string{"direct": svc, "passthrough": other, "terminated": svc}[p.name]
 		b.Run("request/"+p.name, func(b *testing.B) {
 			c := p.dial(b)
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 			br := bufio.NewReader(c)
 			for b.Loop() {
 				get(b, c, br, host, "/", p.auth)
@@ -85,13 +85,13 @@ func BenchmarkSecrets(b *testing.B) {
 			for b.Loop() {
 				c := p.dial(b)
 				get(b, c, bufio.NewReader(c), host, "/", p.auth)
-				c.Close()
+				_ = c.Close()
 			}
 		})
 		for _, path := range []string{"/download", "/echo"} {
 			b.Run(path[1:]+"/"+p.name, func(b *testing.B) {
 				c := p.dial(b)
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				br := bufio.NewReader(c)
 				b.SetBytes(int64(len(texts[path])))
 				for b.Loop() {
