@@ -1,0 +1,324 @@
+// Package httprule judges HTTP requests to an API by method and path: the
+// operator's rules ("allow GET /repos/**", "deny DELETE /**"), compiled
+// once, and the normalization that judges a path the way a server may read
+// it rather than the way it was spelled. It is policy as data and its
+// matcher; it knows nothing of the config file, and the network stack that
+// enforces it knows nothing of rules beyond [Set.Check].
+//
+// How a request is judged:
+//
+//   - Deny wins: a request that a deny rule matches is refused. With rules,
+//     a request that no allow rule matches is refused too. No rules: all
+//     is allowed.
+//   - The method, upper-cased, and every method that an override header
+//     (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override) or a
+//     _method query parameter names: each must be allowed, since a server
+//     may act on either.
+//   - The path, normalized (see [Normalize]) and read two ways, each of
+//     which must be allowed: as RFC 3986 reads it, and as a lax server
+//     does (an encoded slash or a backslash splits segments; ";params" are
+//     dropped from a segment).
+//   - Deny rules match paths regardless of case, allow rules exactly: a
+//     server that ignores case can reach no path a deny names, and one
+//     that does not is offered nothing more than the allow rules name.
+//   - The query and fragment play no part in the path.
+package httprule
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Rule is one rule as written: "METHOD /path/pattern", allowing or
+// denying. METHOD is an HTTP method or * (any). In the pattern, a segment
+// * (or {name}, as OpenAPI writes a parameter) matches any one segment, a
+// * inside a segment any run of characters but /, and a final /** any
+// number of segments, none included. A pattern's percent-encodings stand
+// for the characters they encode.
+type Rule struct {
+	Deny bool
+	Text string
+}
+
+// Set is one API's compiled rules. A nil Set allows everything.
+type Set struct {
+	api   string
+	rules []rule
+}
+
+type rule struct {
+	deny   bool
+	method string   // upper case, or * for any
+	segs   []string // decoded; lower case for a deny rule
+	rest   bool     // ends in /**
+	text   string   // as written, for reasons
+}
+
+// Verdict is a judgement of one request.
+type Verdict struct {
+	Allow bool
+	// Reason says why a request was refused in one line safe for the
+	// model: the API's name, the method and path judged, and the rule.
+	Reason string
+	// Rule is the rule that refused it, as written, with allow or deny;
+	// empty when no allow rule matched.
+	Rule string
+}
+
+// Compile compiles the rules of the API named api (the name is for
+// reasons only).
+func Compile(api string, rules []Rule) (*Set, error) {
+	s := &Set{api: api}
+	for _, r := range rules {
+		method, pattern, ok := strings.Cut(strings.TrimSpace(r.Text), " ")
+		pattern = strings.TrimSpace(pattern)
+		if !ok || method == "" || !strings.HasPrefix(pattern, "/") || strings.ContainsAny(pattern, "?# ") {
+			return nil, fmt.Errorf("%q is not METHOD /path", r.Text)
+		}
+		c := rule{deny: r.Deny, method: strings.ToUpper(method), text: r.Text}
+		if p, ok := strings.CutSuffix(pattern, "/**"); ok {
+			pattern, c.rest = p, true
+		}
+		if strings.Contains(pattern, "**") {
+			return nil, fmt.Errorf("%q: ** is only allowed as the last segment (/**)", r.Text)
+		}
+		for raw := range strings.SplitSeq(pattern, "/") {
+			if raw == "" {
+				continue
+			}
+			seg, err := url.PathUnescape(raw)
+			if err != nil || strings.ContainsAny(seg, "/\\") || seg == "." || seg == ".." {
+				return nil, fmt.Errorf("%q: the segment %q is not a path segment", r.Text, raw)
+			}
+			if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+				seg = "*"
+			}
+			if c.deny {
+				seg = strings.ToLower(seg)
+			}
+			c.segs = append(c.segs, seg)
+		}
+		s.rules = append(s.rules, c)
+	}
+	return s, nil
+}
+
+// overrides are the headers by which a client asks a server to take the
+// request for another method.
+var overrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+
+// Check judges a request: its method, its request target as sent (a path,
+// or an absolute URL), and its header.
+func (s *Set) Check(method, target string, h http.Header) Verdict {
+	if s == nil || len(s.rules) == 0 {
+		return Verdict{Allow: true}
+	}
+	strict, lax, err := Normalize(target)
+	if err != nil {
+		return Verdict{Reason: fmt.Sprintf("the API %s refuses %s %s: %v", s.api, method, truncate(target), err)}
+	}
+	type named struct{ method, by string }
+	methods := []named{{strings.ToUpper(method), ""}}
+	for _, k := range overrides {
+		for _, v := range h.Values(k) {
+			for m := range strings.SplitSeq(v, ",") {
+				if m = strings.TrimSpace(m); m != "" {
+					methods = append(methods, named{strings.ToUpper(m), k})
+				}
+			}
+		}
+	}
+	if _, q, ok := strings.Cut(target, "?"); ok {
+		q, _, _ = strings.Cut(q, "#")
+		// A query that does not parse still yields the pairs that do.
+		vals, _ := url.ParseQuery(q)
+		for k, vs := range vals {
+			if strings.EqualFold(k, "_method") {
+				for _, m := range vs {
+					if m = strings.TrimSpace(m); m != "" {
+						methods = append(methods, named{strings.ToUpper(m), "the _method parameter"})
+					}
+				}
+			}
+		}
+	}
+	for _, m := range methods {
+		for _, p := range [][]string{strict, lax} {
+			if v := s.judge(m.method, p); !v.Allow {
+				if m.by != "" {
+					v.Reason += " (" + m.method + " is the method that " + m.by + " names)"
+				}
+				return v
+			}
+		}
+	}
+	return Verdict{Allow: true}
+}
+
+// judge judges one method on one reading of a path.
+func (s *Set) judge(method string, segs []string) Verdict {
+	folded := make([]string, len(segs))
+	for i, seg := range segs {
+		folded[i] = strings.ToLower(seg)
+	}
+	what := method + " " + truncate(Format(segs))
+	for _, r := range s.rules {
+		if r.deny && r.matches(method, folded) {
+			return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: its rule deny %q matches", s.api, what, r.text),
+				Rule: "deny " + r.text}
+		}
+	}
+	var allowed []string
+	for _, r := range s.rules {
+		if r.deny {
+			continue
+		}
+		if r.matches(method, segs) {
+			return Verdict{Allow: true}
+		}
+		allowed = append(allowed, r.text)
+	}
+	if len(allowed) == 0 {
+		return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: it has no allow rule", s.api, what)}
+	}
+	return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: no allow rule matches (it allows %s)",
+		s.api, what, truncate(strings.Join(allowed, ", ")))}
+}
+
+func (r *rule) matches(method string, segs []string) bool {
+	if r.method != "*" && r.method != method {
+		return false
+	}
+	if len(segs) < len(r.segs) || !r.rest && len(segs) != len(r.segs) {
+		return false
+	}
+	for i, p := range r.segs {
+		if !glob(p, segs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// glob matches one segment against a pattern whose only wildcard is *.
+func glob(pattern, s string) bool {
+	if pattern == "*" {
+		return true
+	}
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	last := parts[len(parts)-1]
+	if !strings.HasPrefix(s, parts[0]) || len(s) < len(parts[0])+len(last) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	s = s[len(parts[0]) : len(s)-len(last)]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return true
+}
+
+// Errors of [Normalize], in a request's refusal.
+var (
+	ErrTarget   = errors.New("the request target is not a path")
+	ErrEncoding = errors.New("the path holds a malformed percent-encoding")
+	ErrControl  = errors.New("the path holds a control character")
+)
+
+// Normalize returns the segments of a request target's path, decoded, as a
+// server may read them, or an error for a path no rule should judge (not
+// a path, a malformed encoding, a control character).
+//
+// Both readings ignore the query and fragment, an absolute URL's scheme
+// and authority, and empty segments (doubled slashes, a trailing slash);
+// they decode every percent-encoding (%2e is a dot) and then resolve dot
+// segments, never above the root. strict keeps an encoded slash or
+// backslash inside its segment, as RFC 3986 does; lax splits segments
+// there, and at a backslash, and drops a segment's ";params" (as some
+// servers do) before it resolves dot segments.
+func Normalize(target string) (strict, lax []string, err error) {
+	p := target
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	if !strings.HasPrefix(p, "/") {
+		scheme, rest, ok := strings.Cut(p, "://")
+		if !ok || !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
+			return nil, nil, ErrTarget
+		}
+		_, p, _ = strings.Cut(rest, "/")
+		p = "/" + p
+	}
+	var decoded []string
+	for raw := range strings.SplitSeq(p, "/") {
+		if raw == "" {
+			continue
+		}
+		seg, err := url.PathUnescape(raw)
+		if err != nil {
+			return nil, nil, ErrEncoding
+		}
+		if strings.ContainsFunc(seg, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return nil, nil, ErrControl
+		}
+		decoded = append(decoded, seg)
+	}
+	strict = resolve(decoded)
+	var split []string
+	for _, seg := range decoded {
+		for part := range strings.FieldsFuncSeq(seg, func(r rune) bool { return r == '/' || r == '\\' }) {
+			part, _, _ = strings.Cut(part, ";")
+			if part != "" {
+				split = append(split, part)
+			}
+		}
+	}
+	return strict, resolve(split), nil
+}
+
+// resolve removes dot segments.
+func resolve(segs []string) []string {
+	out := make([]string, 0, len(segs))
+	for _, s := range segs {
+		switch s {
+		case ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Format writes segments as a path, each escaped as a URL path segment.
+func Format(segs []string) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	if b.Len() == 0 {
+		return "/"
+	}
+	return b.String()
+}
+
+func truncate(s string) string {
+	const n = 200
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
