@@ -236,7 +236,13 @@ func (f *flow) forward(req *http.Request) *uses {
 	u.add(s.Set.ForwardHeader(req.Header, f.allow))
 	// The responses are scanned for values: they must come as they are.
 	req.Header.Set("Accept-Encoding", "identity")
+	// After an upgrade the relay swaps the raw bytes: a WebSocket's, which
+	// the host sends unmasked, and only uncompressed. Another protocol (h2c
+	// compresses its headers) could carry a value past the swap.
 	req.Header.Del("Sec-WebSocket-Extensions")
+	if up := req.Header.Get("Upgrade"); up != "" && !strings.EqualFold(up, "websocket") {
+		req.Header.Del("Upgrade")
+	}
 	if req.Body != http.NoBody {
 		u.body = s.Set.ForwardReader(req.Body, f.allow)
 		req.Body = &swapped{r: u.body, c: req.Body, end: func() error {

@@ -705,6 +705,47 @@ func TestSecretLeaf(t *testing.T) {
 	}
 }
 
+// TestSecretUpgrade: after a WebSocket upgrade the bytes are still swapped
+// both ways; an upgrade to another protocol (h2c, whose compressed headers
+// the swap cannot read) is not asked of the host.
+func TestSecretUpgrade(t *testing.T) {
+	f := newSecretFix(t, Limits{})
+	f.up.respond = func(w io.Writer, req *http.Request, _ []byte) {
+		if req.Header.Get("Upgrade") != "websocket" {
+			fmt.Fprint(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno")
+			return
+		}
+		fmt.Fprintf(w, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nvalue=%s", valueA)
+	}
+	f.up.end, f.up.clean = true, true
+	c, err := f.dialTLS(t, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n", svc)
+	br := bufio.NewReader(c)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("h2c: %v %v", resp, err)
+	}
+	c, err = f.dialTLS(t, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n", svc)
+	br = bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("websocket: %v %v", resp, err)
+	}
+	if b, _ := io.ReadAll(br); string(b) != "value="+f.ph("A") {
+		t.Errorf("after the upgrade the jail got %q", b)
+	}
+	_, reqs := f.up.seen()
+	if len(reqs) != 2 || reqs[0].header.Get("Upgrade") != "" || reqs[1].header.Get("Sec-WebSocket-Extensions") != "" {
+		t.Errorf("the host was asked %v", reqs)
+	}
+}
+
 // TestSecretCompressed: a host that answers compressed although asked
 // for identity is refused: the body could hide a value from the scan.
 func TestSecretCompressed(t *testing.T) {
