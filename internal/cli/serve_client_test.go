@@ -323,6 +323,12 @@ func checkClientSteps(t *testing.T, steps map[string]clientStep) {
 		sc.DurationMS == nil || sc.Workspace == "" {
 		t.Errorf("execute: %+v\nstructured: %+v", r, sc)
 	}
+	// The program prints nothing: anything in its output came from
+	// elsewhere (a runtime's debug line, a server's log) and misleads the
+	// model.
+	if sc != nil && (sc.Stdout != "" || sc.Stderr != "") {
+		t.Errorf("execute: a program that prints nothing has stdout %q, stderr %q", sc.Stdout, sc.Stderr)
+	}
 	if len(r.Content) == 0 || r.Content[0].Text == "" {
 		t.Errorf("execute: no text for the model: %+v", r.Content)
 	}
