@@ -17,6 +17,9 @@
 //     certificate of its own [CA], verifies the host's, and swaps
 //     placeholders for real values in the requests and back in the
 //     responses. A placeholder sent in cleartext is refused.
+//   - With [Options.HTTP], each HTTP request to a host that has rules is
+//     judged by method and path before it goes out (rules.go); TLS to
+//     such a host is always terminated, so that its requests can be.
 //
 // It is mechanism, not policy: a [Policy] decides, and each decision is
 // reported as an [Event]. It knows nothing of the config file or the jail
@@ -30,6 +33,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/cruciblehq/crucible/httprule"
 	"github.com/cruciblehq/crucible/netpolicy"
 	"github.com/cruciblehq/crucible/secrets"
 	"github.com/cruciblehq/crucible/violation"
@@ -76,6 +80,7 @@ const (
 	KindPrivate      = violation.Private      // the name resolved to an address the policy refuses
 	KindLimit        = violation.Limit        // a connection, byte or idle limit
 	KindSecret       = violation.Secret       // a placeholder refused, or (Allowed) secrets substituted
+	KindHTTP         = violation.HTTP         // a request that the host's HTTP rules refused
 )
 
 // Event is one decision of the stack, for the audit trail and the
@@ -130,6 +135,15 @@ type Options struct {
 	// any placeholder sent in cleartext. nil: no secrets, and TLS always
 	// passes through.
 	Secrets *Secrets
+	// HTTP, when set, returns the rules that judge every HTTP request to
+	// name:port (name lowercased, or a literal address), none for a host
+	// without rules. Each set must allow a request before a byte of it
+	// goes out, on plain HTTP and on every request of a keep-alive
+	// connection; a refused one gets a 403 and a KindHTTP event, and ends
+	// the connection. TLS to a host with rules is always terminated, with
+	// Secrets' CA and Roots (Secrets may hold no secret at all); without
+	// Secrets, it is refused. It must be safe for concurrent use.
+	HTTP func(name string, port uint16) []*httprule.Set
 }
 
 // Secrets are what the stack needs to let the jail use credentials it never

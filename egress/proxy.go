@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cruciblehq/crucible/httprule"
 	"github.com/cruciblehq/crucible/netpolicy"
 	"github.com/cruciblehq/crucible/secrets"
 )
@@ -53,6 +54,7 @@ type proxy struct {
 	// secrets, when set, are swapped on the connections to their hosts
 	// (mitm.go).
 	secrets *Secrets
+	http    func(name string, port uint16) []*httprule.Set // see rules.go
 
 	sent, recv atomic.Int64 // bytes of the whole execution, each way
 	overOut    atomic.Bool  // the byte limits were reported (once each)
@@ -70,7 +72,7 @@ func newProxy(o *Options) *proxy {
 	p := &proxy{
 		ctx: ctx, cancel: cancel,
 		policy: o.Policy, report: o.Report, lookup: o.Lookup, dial: o.Dial,
-		limits: o.Limits, secrets: o.Secrets,
+		limits: o.Limits, secrets: o.Secrets, http: o.HTTP,
 		conns: map[net.Conn]bool{},
 	}
 	if p.report == nil {
@@ -187,6 +189,8 @@ type flow struct {
 	// allow names the secrets this connection may carry, when the stack
 	// terminated its TLS to swap them (see mitm.go); else nil.
 	allow []string
+	// rules judge each HTTP request (see rules.go); nil for none.
+	rules []*httprule.Set
 	// The HTTP relay's buffers, each way: see startHTTP.
 	toJail, toUp *bufio.Writer
 	idle         *time.Timer
@@ -200,6 +204,7 @@ type flow struct {
 // c afterwards.
 func (p *proxy) serve(c net.Conn, abort func(), name string, dst netip.AddrPort) {
 	f := &flow{p: p, c: c, raw: c, abort: abort, name: name, dst: dst}
+	f.rules = f.rulesFor()
 	f.idle = time.AfterFunc(p.limits.IdleTimeout, f.timeout)
 	defer f.idle.Stop()
 	defer func() {
@@ -302,7 +307,14 @@ func (f *flow) serveTLS() {
 		f.deny(KindSNIMismatch, reason, false)
 		return
 	}
-	if f.allow = f.secretsFor(); f.allow != nil {
+	if f.allow = f.secretsFor(); f.allow != nil || f.rules != nil {
+		// A host with rules only: terminated all the same, carrying no
+		// secret (allow empty, not nil).
+		if f.p.secrets == nil {
+			f.deny(KindHTTP, "the sandbox cannot judge HTTPS requests to "+f.target()+" (it has no CA)", false)
+			return
+		}
+		f.allow = append([]string{}, f.allow...)
 		f.serveTerminated()
 		return
 	}
@@ -330,7 +342,7 @@ func (f *flow) serveHTTP() {
 			f.deny(KindHostMismatch, fmt.Sprintf("the HTTP Host %q is not %s", truncate(req.Host, 100), f.name+":"+strconv.Itoa(int(f.dst.Port()))), true)
 			return
 		}
-		if !f.admit(req) {
+		if !f.judge(req) || !f.admit(req) {
 			return
 		}
 		if first {

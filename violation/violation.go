@@ -21,6 +21,10 @@ const (
 	// destination; Reason names the secret, never its value).
 	Secret = "secret"
 
+	// An HTTP request that an API's method and path rules refused (Host:
+	// the destination; Reason names the API and the rule).
+	HTTP = "http"
+
 	Tool = "tool" // a tool call that the tool policy refused (a denied tool, another group)
 )
 
