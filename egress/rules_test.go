@@ -114,7 +114,7 @@ func TestRulesKeepAlive(t *testing.T) {
 			t.Errorf("%s: the jail was told %q", name, b)
 		}
 		ev := httpEvents(f)
-		if len(ev) != 1 || ev[0].Name != name || !strings.Contains(ev[0].Reason, "API github") || ev[0].Rule != "deny DELETE /**" {
+		if len(ev) != 1 || ev[0].Name != name || !strings.Contains(ev[0].Reason, "API github") || ev[0].Rule != "github: deny DELETE /**" {
 			t.Errorf("%s: events %+v", name, ev)
 		}
 	}

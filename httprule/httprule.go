@@ -63,8 +63,8 @@ type Verdict struct {
 	// Reason says why a request was refused in one line safe for the
 	// model: the API's name, the method and path judged, and the rule.
 	Reason string
-	// Rule is the rule that refused it, as written, with allow or deny;
-	// empty when no allow rule matched.
+	// Rule is the rule that refused it, as written, after the API's name
+	// ("github: deny DELETE /**"); empty when no allow rule matched.
 	Rule string
 }
 
@@ -168,7 +168,7 @@ func (s *Set) judge(method string, segs []string) Verdict {
 	for _, r := range s.rules {
 		if r.deny && r.matches(method, folded) {
 			return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: its rule deny %q matches", s.api, what, r.text),
-				Rule: "deny " + r.text}
+				Rule: s.api + ": deny " + r.text}
 		}
 	}
 	var allowed []string
