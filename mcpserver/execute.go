@@ -161,15 +161,19 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	if ws != nil {
 		handle = ws.handle
 	}
-	if pool := s.pools[language]; ws == nil && pool != nil {
+	if warm := s.sessionPool(se, ws, language); warm != nil {
+		// The session's workspace, bound in a jail built for it.
+		res, _, err = warm.RunIn(ctx, []byte(in.Code), file)
+	} else if pool := s.pools[language]; ws == nil && pool != nil {
 		// A fresh workspace: a warm jail has one ready.
 		var dir string
 		res, dir, err = pool.RunIn(ctx, []byte(in.Code), file)
 		if dir != "" {
-			if ws, err2 := s.spaces.adopt(dir, client); err2 == nil {
-				defer s.spaces.release(ws)
-				s.own(se, ws)
-				handle = ws.handle
+			if w, err2 := s.spaces.adopt(dir, client); err2 == nil {
+				ws = w
+				defer s.spaces.release(w)
+				s.own(se, w)
+				handle = w.handle
 			} else {
 				_ = os.RemoveAll(dir) // the server is closing
 			}
@@ -187,6 +191,9 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 		res, err = s.runIn(ctx, ws.dir, language, in.Code, file)
 	}
 	stop()
+	if se != nil && ws != nil {
+		s.keepWarm(se, ws.dir)
+	}
 	if err != nil {
 		return nil, s.runError(err)
 	}
@@ -237,6 +244,56 @@ func (s *Server) own(se *session, ws *workspace) {
 	defer s.mu.Unlock()
 	se.handle = ws.handle
 	se.made = append(se.made, ws.handle)
+}
+
+// sessionPool is the session's warm jail for ws, if the program can use it.
+func (s *Server) sessionPool(se *session, ws *workspace, language string) *sandbox.Pool {
+	if se == nil || ws == nil || language != "ts" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se.warmDir != ws.dir {
+		return nil
+	}
+	return se.warm
+}
+
+// keepWarm readies a jail with the session's workspace dir for its next
+// execution (when the server keeps warm jails at all).
+func (s *Server) keepWarm(se *session, dir string) {
+	if s.cfg.Serve.Pool == 0 || se.ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	if se.warmDir == dir && se.warm != nil {
+		s.mu.Unlock()
+		return
+	}
+	old := se.warm
+	se.warm, se.warmDir = nil, dir
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	p, err := sandbox.NewPool(s.cfg, "ts", sandbox.PoolOptions{
+		Size: 1, Idle: sessionIdle, InFlight: s.cfg.Serve.MaxConcurrent,
+		Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills,
+		// The session's workspace: the session deletes it, not the pool.
+		Workspace: func() (string, func(), error) { return dir, func() {}, nil },
+	})
+	if err != nil {
+		s.log.Error("a session's warm jail", "error", err)
+		return
+	}
+	s.mu.Lock()
+	if se.ctx.Err() != nil || se.warmDir != dir || se.warm != nil {
+		s.mu.Unlock()
+		p.Close() // the session ended, or moved on, meanwhile
+		return
+	}
+	se.warm = p
+	s.mu.Unlock()
 }
 
 // runIn runs a program in a new jail with dir at /workspace.

@@ -55,6 +55,11 @@ func (m *metrics) gauge(name, help string, f func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 }
 
+// counter registers a counter read when scraped.
+func (m *metrics) counter(name, help string, f func() float64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
+}
+
 // execution counts one execute call.
 func (m *metrics) execution(out *executeOut, err error, took time.Duration) {
 	m.duration.Observe(took.Seconds())

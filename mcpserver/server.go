@@ -81,15 +81,25 @@ type Server struct {
 type session struct {
 	handle string   // the workspace its executions share
 	made   []string // every workspace made for it, deleted with it
-	cancel context.CancelFunc
-	ctx    context.Context // ends the session's executions
+	// warm keeps a jail ready with the session's workspace (warmDir)
+	// bound, for its next TypeScript execution: only a fresh workspace
+	// can come from the server's pools.
+	warm    *sandbox.Pool
+	warmDir string
+	cancel  context.CancelFunc
+	ctx     context.Context // ends the session's executions
 }
 
 // poolLanguages are the languages whose programs can wait in a warm jail.
 var poolLanguages = []string{"ts", "js"}
 
-// poolIdle is how long a warm jail waits for work before it is replaced.
-const poolIdle = 5 * time.Minute
+// poolIdle is how long a warm jail waits for work before it is replaced;
+// sessionIdle, how long a session's own one waits (each session that ran
+// something holds one).
+const (
+	poolIdle    = 5 * time.Minute
+	sessionIdle = time.Minute
+)
 
 // New makes a Server. Close it to stop its executions and delete its
 // workspaces.
@@ -146,6 +156,17 @@ func New(o Options) (*Server, error) {
 			}
 			return float64(n)
 		})
+		poolCount := func(f func(sandbox.PoolStats) int64) func() float64 {
+			return func() float64 {
+				var n int64
+				for _, p := range s.pools {
+					n += f(p.Stats())
+				}
+				return float64(n)
+			}
+		}
+		s.stats.counter("crucible_pool_warm_total", "Executions in a fresh workspace that found a warm jail ready.", poolCount(func(st sandbox.PoolStats) int64 { return st.Warm }))
+		s.stats.counter("crucible_pool_cold_total", "Executions in a fresh workspace that waited for their jail to be built.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
 	}
 	if s.sessionful, err = s.newMCP(false); err == nil {
 		s.stateless, err = s.newMCP(true)
@@ -254,8 +275,12 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 		cancel()
 		s.mu.Lock()
 		delete(s.sessions, ss)
-		made := se.made
+		made, warm := se.made, se.warm
+		se.warm = nil
 		s.mu.Unlock()
+		if warm != nil {
+			warm.Close()
+		}
 		for _, h := range made {
 			s.spaces.remove(h)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -265,7 +266,7 @@ func TestWorkspaces(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	for _, want := range []string{`crucible_executions_total{outcome="ok"} 7`, `crucible_executions_total{outcome="refused"} 2`, "crucible_workspaces ", "crucible_pool_ready ", "crucible_execution_duration_seconds_bucket"} {
+	for _, want := range []string{`crucible_executions_total{outcome="ok"} 7`, `crucible_executions_total{outcome="refused"} 2`, "crucible_workspaces ", "crucible_pool_ready ", "crucible_pool_warm_total ", "crucible_execution_duration_seconds_bucket"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
@@ -552,5 +553,43 @@ func TestProgress(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) == 0 || !strings.HasPrefix(got[0], "running for") {
 		t.Errorf("progress notifications: %q", got)
+	}
+}
+
+// A session's later executions run in a jail built ahead for its
+// workspace: warm, and with the files of the ones before.
+func TestSessionWarm(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	s := newServer(t, nil)
+	cs := connect(t, s)
+	_, w := execute(t, cs, map[string]any{"code": `fs.writeTextFile("n.txt", "1"); return 1`})
+	warm := func() *sandbox.Pool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, se := range s.sessions {
+			return se.warm
+		}
+		return nil
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for p := warm(); p == nil || p.Stats().Ready == 0; p = warm() {
+		if time.Now().After(deadline) {
+			t.Fatal("the session's jail was not readied in a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 2; i <= 3; i++ {
+		_, out := execute(t, cs, map[string]any{"code": `const n = Number(fs.readTextFile("n.txt")) + 1; fs.writeTextFile("n.txt", String(n)); return n`})
+		if out == nil || string(out.Result) != strconv.Itoa(i) || out.Workspace != w.Workspace {
+			t.Fatalf("execution %d: %+v", i, out)
+		}
+	}
+	if st := warm().Stats(); st.Warm+st.Cold != 2 || st.Warm == 0 {
+		t.Errorf("the session's pool served %+v; want both later executions, the first warm", st)
+	}
+	// A Python program of the session runs in a new jail, same workspace.
+	_, out := execute(t, cs, map[string]any{"language": "py", "code": "print(open('n.txt').read())"})
+	if out == nil || out.Stdout != "3\n" {
+		t.Errorf("python in the session: %+v", out)
 	}
 }
