@@ -153,8 +153,9 @@ func (l *netLog) result() []violation.Violation {
 
 // attachNetwork gives spec the network that n allows, if any, and returns
 // the log its decisions go to (nil without a network). With sec, the
-// stack terminates TLS to the hosts of its secrets.
-func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *egress.Secrets) (*netLog, error) {
+// stack terminates TLS to the hosts of its secrets and of its APIs with
+// rules, and judges the requests to the latter.
+func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *execSecrets) (*netLog, error) {
 	if !n.Enabled() {
 		return nil, nil
 	}
@@ -164,15 +165,20 @@ func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *egr
 	}
 	log := newNetLog(w)
 	opts := egress.Options{
-		Policy:  policy,
-		Report:  log.report,
-		Secrets: sec,
+		Policy: policy,
+		Report: log.report,
 		Limits: egress.Limits{
 			Connections: n.MaxConnections,
 			BytesOut:    int64(n.MaxBytesOut),
 			BytesIn:     int64(n.MaxBytesIn),
 			IdleTimeout: time.Duration(n.IdleTimeout),
 		},
+	}
+	if sec != nil {
+		opts.Secrets = sec.egress()
+		if len(sec.apis) > 0 {
+			opts.HTTP = sec.rulesFor
+		}
 	}
 	if n.Resolver != "" {
 		r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {

@@ -36,7 +36,6 @@ import (
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
-	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/netpolicy"
@@ -143,10 +142,9 @@ func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 }
 
 // attach gives the jail its secrets' placeholders and the network cfg
-// allows, if any.
+// allows (its APIs' hosts included), if any.
 func (x *execution) attach(cfg *config.Config) error {
-	n := &cfg.Network
-	var es *egress.Secrets
+	n := apiNetwork(cfg)
 	switch {
 	case x.loaded != nil:
 		var err error
@@ -154,12 +152,12 @@ func (x *execution) attach(cfg *config.Config) error {
 			return err
 		}
 		x.protect()
-		n, es = x.secrets.network(n), x.secrets.egress()
-	case len(cfg.Secrets) > 0:
-		return errors.New("sandbox: the configuration has secrets, but they were not loaded (sandbox.LoadSecrets) and given to the execution")
+		n = x.secrets.network(n)
+	case len(cfg.Secrets) > 0 || hasRules(cfg):
+		return errors.New("sandbox: the configuration has secrets or API rules, but they were not loaded (sandbox.LoadSecrets) and given to the execution")
 	}
 	var err error
-	x.net, err = attachNetwork(x.spec, n, x.audit, es)
+	x.net, err = attachNetwork(x.spec, n, x.audit, x.secrets)
 	if x.net != nil && x.secrets != nil {
 		x.net.redact = x.secrets.redact
 	}

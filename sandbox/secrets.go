@@ -25,8 +25,10 @@ import (
 
 // Secrets are a configuration's credentials, read once from their sources
 // by [LoadSecrets], with what every execution needs to let its code use
-// them without holding them: the hosts each may go to and the roots that
-// verify those hosts. Hand the same Secrets to every execution ([Options],
+// them without holding them: the hosts each may go to (its own and its
+// APIs') and the roots that verify those hosts. They also carry the APIs'
+// method and path rules, which need the same CA: a host with rules has its
+// TLS terminated, secrets or not (apis.go). Hand the same Secrets to every execution ([Options],
 // [PoolOptions]); each one gets placeholders of its own, sees
 // NAME=<placeholder> in its environment, may reach the secrets' hosts, and
 // trusts the process's CA, with which the network stack terminates TLS to
@@ -37,18 +39,22 @@ type Secrets struct {
 	rules  []string                     // every secret's host rules, allowed implicitly
 	roots  *x509.CertPool               // nil: the system roots
 	ca     *egress.CA
-	bundle []byte // the jail's trust: the host's certificates and ca's
+	bundle []byte     // the jail's trust: the host's certificates and ca's
+	apis   []apiRules // the APIs' rules, judged on their hosts
 }
 
 // LoadSecrets reads the value of each of cfg's secrets from its source
 // (env:VAR from this process's environment; file:PATH, one trailing
 // newline dropped) and network.upstream_ca. It returns nil when cfg has no
-// secrets. Its errors are one line and name the setting, never a value or
+// secrets and no API with rules. Its errors are one line and name the setting, never a value or
 // a secret file's path. Call it once, when Crucible starts: a source that
 // changes later is not read again.
 func LoadSecrets(cfg *config.Config) (*Secrets, error) {
-	if len(cfg.Secrets) == 0 {
+	if len(cfg.Secrets) == 0 && !hasRules(cfg) {
 		return nil, nil
+	}
+	if err := checkSecrets(cfg); err != nil {
+		return nil, err
 	}
 	s := &Secrets{values: map[string][]byte{}, hosts: map[string]*netpolicy.Policy{}}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Secrets)) {
@@ -65,12 +71,17 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 			return nil, fmt.Errorf("%s.from: the value is longer than %d bytes", at, secrets.MaxLen)
 		}
 		s.values[name] = v
-		p, err := secretPolicy(&cfg.Network, sec.Hosts)
+		hosts := cfg.SecretHosts(name)
+		p, err := secretPolicy(&cfg.Network, hosts)
 		if err != nil {
 			return nil, secretRuleError(cfg, at, err)
 		}
 		s.hosts[name] = p
-		s.rules = append(s.rules, sec.Hosts...)
+		s.rules = append(s.rules, hosts...)
+	}
+	var err error
+	if s.apis, err = compileAPIs(cfg); err != nil {
+		return nil, err
 	}
 	// Drawing placeholders once checks what only a whole set can tell
 	// (two secrets with one value).
@@ -78,12 +89,10 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 		return nil, err
 	}
 	if f := cfg.Network.UpstreamCA; f != "" {
-		var err error
 		if s.roots, err = upstreamRoots(f); err != nil {
 			return nil, fmt.Errorf("network.upstream_ca: %w", err)
 		}
 	}
-	var err error
 	if s.ca, s.bundle, err = processCA(); err != nil {
 		return nil, err
 	}
@@ -146,9 +155,12 @@ func secretRuleError(cfg *config.Config, at string, err error) error {
 	return errors.New(msg)
 }
 
-// checkSecrets checks what config cannot of the secrets: that their host
-// rules compile.
+// checkSecrets checks what config cannot of the secrets and the APIs: that
+// their host rules and the APIs' rules compile.
 func checkSecrets(cfg *config.Config) error {
+	if _, err := compileAPIs(cfg); err != nil {
+		return err
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Secrets)) {
 		if _, err := secretPolicy(&cfg.Network, cfg.Secrets[name].Hosts); err != nil {
 			return secretRuleError(cfg, config.KeyPath("secrets", -1, name), err)
