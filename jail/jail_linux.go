@@ -52,26 +52,45 @@ func underFilesDir(p string) bool {
 // ended by itself. A command that had ended first is reported as it ended,
 // as os/exec does.
 func Run(ctx context.Context, s *Spec) (*Result, error) {
-	if err := ctx.Err(); err != nil {
+	if err := check(ctx, s); err != nil {
+		if s.Ended != nil {
+			s.Ended(nil, err)
+		}
 		return nil, err
-	}
-	if len(s.Args) == 0 || s.Args[0] == "" {
-		return nil, errors.New("jail: no command given")
-	}
-	if s.Memory < 0 || s.Pids < 0 || !(s.CPUs >= 0) || s.Timeout < 0 {
-		return nil, errors.New("jail: a negative limit")
-	}
-	if s.Pids > 0 && s.Pids < MinPids {
-		return nil, &SetupError{Layer: LayerPids,
-			Msg: fmt.Sprintf("a limit of %d processes and threads is too low: the jail's own processes count against it and need a limit of at least %d", s.Pids, MinPids),
-			Fix: fmt.Sprintf("set the pids limit to %d or more", MinPids)}
 	}
 	return run(ctx, s)
 }
 
+// check refuses what Run cannot start.
+func check(ctx context.Context, s *Spec) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(s.Args) == 0 || s.Args[0] == "" {
+		return errors.New("jail: no command given")
+	}
+	if s.Memory < 0 || s.Pids < 0 || !(s.CPUs >= 0) || s.Timeout < 0 {
+		return errors.New("jail: a negative limit")
+	}
+	if s.Pids > 0 && s.Pids < MinPids {
+		return &SetupError{Layer: LayerPids,
+			Msg: fmt.Sprintf("a limit of %d processes and threads is too low: the jail's own processes count against it and need a limit of at least %d", s.Pids, MinPids),
+			Fix: fmt.Sprintf("set the pids limit to %d or more", MinPids)}
+	}
+	return nil
+}
+
 // run is Run without the checks of its limits.
-func run(ctx context.Context, s *Spec) (*Result, error) {
+func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	start := time.Now()
+	ended := false
+	end := func(r *Result, e error) {
+		if !ended && s.Ended != nil {
+			ended = true
+			s.Ended(r, e)
+		}
+	}
+	defer func() { end(res, err) }()
 	for _, f := range s.Files {
 		if !underFilesDir(f.Path) {
 			return nil, fmt.Errorf("jail: file %q is not a clean path under %s", f.Path, FilesDir)
@@ -134,23 +153,35 @@ func run(ctx context.Context, s *Spec) (*Result, error) {
 		return nil, err
 	}
 	defer unix.Close(x.ctrl)
-	x.wait(ctx, s.Timeout, s.Begin)
-	if x.net != nil {
-		// The jail has exited: nothing uses its network any more.
-		_ = x.net.Close()
+	outcome := func() (*Result, error) {
+		if x.net != nil {
+			// Every process of the jail that could use the network is
+			// gone: closing it ends the connections still open, whose
+			// reports then count in the result.
+			_ = x.net.Close()
+			x.net = nil
+		}
+		if x.cancel.Load() && x.mon.exit == nil && x.mon.setupErr == nil {
+			// Our kill, for ctx, ended the jail before init could report
+			// the command's end: the command did not finish.
+			return nil, ctx.Err()
+		}
+		res, err := x.result()
+		if err != nil {
+			return nil, err
+		}
+		res.Duration = time.Since(start)
+		res.Degraded = append(degraded, res.Degraded...)
+		return res, nil
 	}
-	if x.cancel.Load() && x.mon.exit == nil && x.mon.setupErr == nil {
-		// Our kill, for ctx, ended the jail before init could report the
-		// command's end: the command did not finish.
-		return nil, ctx.Err()
+	var early func()
+	if s.Ended != nil {
+		early = func() { res, err = outcome(); end(res, err) }
 	}
-	res, err := x.result()
-	if err != nil {
-		return nil, err
+	if x.wait(ctx, s.Timeout, s.Begin, early) {
+		return res, err
 	}
-	res.Duration = time.Since(start)
-	res.Degraded = append(degraded, res.Degraded...)
-	return res, nil
+	return outcome()
 }
 
 // execution is the supervisor's side of one running jail.
@@ -457,8 +488,10 @@ func (x *execution) abort() {
 }
 
 // wait waits for init to exit, killing it at the timeout or when ctx ends,
-// and for everything it said on the control socket.
-func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-chan struct{}) {
+// and for everything it said on the control socket. If ended is not nil,
+// it is called as soon as the command's outcome is final (see
+// Spec.Ended), before init's exit, and wait says whether it was.
+func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-chan struct{}, ended func()) (early bool) {
 	if timeout > 0 {
 		exited := make(chan struct{})
 		defer close(exited)
@@ -487,10 +520,28 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 	defer stop()
 
 	ctrlDone := make(chan struct{})
+	x.mon.exited = make(chan struct{})
 	go func() {
 		defer close(ctrlDone)
 		x.mon.read(x.ctrl)
 	}()
+	if ended != nil {
+		select {
+		case <-x.mon.exited:
+			// The command has exited: its outcome is final once every
+			// process that could still add to it is gone too. Those that
+			// hold an output keep it open; those under the seccomp
+			// filter keep its listener's users. Init, exiting now, ends
+			// any that are left.
+			x.copies.Wait()
+			if x.mon.serveDone != nil {
+				<-x.mon.serveDone
+			}
+			ended()
+			early = true
+		case <-ctrlDone: // init ended without a word: only its exit says how
+		}
+	}
 	_ = x.cmd.Wait() // the exit status is read from ProcessState
 	<-ctrlDone
 	x.mon.stop()
@@ -499,6 +550,7 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 	}
 	// The jail is gone, so every writer is: these end at once.
 	x.copies.Wait()
+	return early
 }
 
 // result turns what happened into a Result, or the SetupError that stopped
@@ -719,6 +771,7 @@ type monitor struct {
 
 	serveStop context.CancelFunc
 	serveDone chan struct{}
+	exited    chan struct{} // closed when exit is set
 
 	mu     sync.Mutex
 	order  []string
@@ -738,7 +791,9 @@ func (m *monitor) read(fd int) {
 			return
 		}
 		var msg childMsg
-		if json.Unmarshal(buf[:n], &msg) != nil {
+		if m.exit != nil || json.Unmarshal(buf[:n], &msg) != nil {
+			// Init says nothing after the command's exit; what the
+			// monitor holds then is read by wait without a lock.
 			continue
 		}
 		switch {
@@ -750,6 +805,7 @@ func (m *monitor) read(fd int) {
 			m.degraded = append(m.degraded, msg.Degraded)
 		case msg.Exit != nil:
 			m.exit = msg.Exit
+			close(m.exited)
 		case msg.Listener:
 			if fd, ok := parseFD(oob[:oobn]); ok && m.serveDone == nil {
 				m.serve(fd)

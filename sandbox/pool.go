@@ -92,10 +92,13 @@ type warmJail struct {
 	dir     string
 	discard func()
 
-	// Set when done is closed.
-	done chan struct{}
-	res  *jail.Result
-	err  error
+	// Set when ended is closed: the execution's outcome is known, as soon
+	// as the worker has exited and its output is read. done is closed
+	// later, when the jail is gone.
+	ended chan struct{}
+	res   *jail.Result
+	err   error
+	done  chan struct{}
 }
 
 // NewPool starts a pool of jails that wait for programs in the language
@@ -161,11 +164,13 @@ func (p *Pool) RunIn(ctx context.Context, src []byte, file string) (res *Result,
 		_, _ = w.stdin.Write(input)
 		_ = w.stdin.Close()
 	}()
+	// The result goes back before the jail's teardown, which the jail's
+	// goroutine finishes on its own (Close waits for it).
 	select {
-	case <-w.done:
+	case <-w.ended:
 	case <-ctx.Done():
 		w.cancel()
-		<-w.done
+		<-w.ended
 		res, err = w.x.finish(nil, ctx.Err())
 		return res, w.dir, err
 	}
@@ -187,7 +192,7 @@ func (p *Pool) take() (*warmJail, error) {
 		w := p.ready[0]
 		p.ready = p.ready[1:]
 		select {
-		case <-w.done: // it could not be built, or died: its error is counted
+		case <-w.ended: // it could not be built, or died: its error is counted
 			w.cancel()
 			w.unused()
 			continue
@@ -225,7 +230,8 @@ func (p *Pool) refill() {
 func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
 	r, wr := io.Pipe()
-	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel, done: make(chan struct{})}
+	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel,
+		ended: make(chan struct{}), done: make(chan struct{})}
 	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
 	w.x.spec.Begin = w.begin
 	if p.o.Workspace != nil && w.x.err == nil {
@@ -241,16 +247,21 @@ func (p *Pool) start() *warmJail {
 		w.x.release()
 		p.stats.failed.Add(1)
 		_ = r.Close()
+		close(w.ended)
 		close(w.done)
 		return w
+	}
+	w.x.spec.Ended = func(res *jail.Result, err error) {
+		w.res, w.err = res, err
+		close(w.ended)
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		w.res, w.err = jail.Run(ctx, w.x.spec)
-		w.x.release() // a jail that expired unused has no finish to do it
+		_, err := jail.Run(ctx, w.x.spec) // the same outcome Ended had
+		w.x.release()                     // a jail that expired unused has no finish to do it
 		var se *jail.SetupError
-		if errors.As(w.err, &se) {
+		if errors.As(err, &se) {
 			p.stats.failed.Add(1)
 		}
 		_ = r.Close()

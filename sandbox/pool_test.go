@@ -48,13 +48,17 @@ func jsPool(t *testing.T, o PoolOptions, timeout time.Duration) *Pool {
 // by default it runs 40, enough to keep every jail of the pool busy.
 var stress = flag.Bool("stress", false, "run the pool's stress test at full size")
 
-// 200 executions (-stress; 40 by default) at once on a pool of 4 (2 cores here): each gets its own
-// jail and its own answer, and when the pool is closed nothing is left: no
-// process, no cgroup, no goroutine.
+// 200 executions (-stress; 50 by default) at once on a pool of 4 (2 cores
+// here): each gets its own jail and its own answer. A result comes back
+// before its jail's teardown, which goes on in the background; Close waits
+// for all of it: once it returns nothing is left, no process, no cgroup, no
+// descriptor (of a pipe, a namespace or a detached mount), and the
+// goroutines end.
 func TestPoolConcurrent(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
+	fds := openFDs(t)
 	p := jsPool(t, PoolOptions{Size: 4, InFlight: 8}, 0)
-	n := 40
+	n := 50
 	if *stress {
 		n = 200
 	}
@@ -88,18 +92,54 @@ func TestPoolConcurrent(t *testing.T) {
 	if st := p.Stats(); st.Ready != 0 {
 		t.Errorf("closed, %d jails still ready", st.Ready)
 	}
+	if procs, cgroups := children(), cgroupsOf(os.Getpid()); len(procs) != 0 || len(cgroups) != 0 {
+		t.Errorf("left behind after Close: processes %q, cgroups %q", procs, cgroups)
+	}
+	if after := openFDs(t); len(after) != len(fds) {
+		t.Errorf("descriptors open before the pool: %q; after it: %q", fds, after)
+	}
 	deadline := time.Now().Add(5 * time.Second)
-	for {
-		procs, cgroups := workerProcs(), cgroupsOf(os.Getpid())
-		g := runtime.NumGoroutine()
-		if len(procs) == 0 && len(cgroups) == 0 && g <= goroutines+2 {
-			break
-		}
+	for g := runtime.NumGoroutine(); g > goroutines+2; g = runtime.NumGoroutine() {
 		if time.Now().After(deadline) {
-			t.Fatalf("left behind: processes %q, cgroups %q, goroutines %d (before: %d)", procs, cgroups, g, goroutines)
+			t.Fatalf("goroutines left behind: %d (before: %d)", g, goroutines)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// openFDs are this process's open descriptors, by what they are.
+func openFDs(t *testing.T) []string {
+	// The runtime's poller opens descriptors of its own on first use.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	w.Close()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []string
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil {
+			fds = append(fds, l)
+		}
+	}
+	return fds
+}
+
+// children are this process's child processes: each jail's init (its
+// worker, in the jail's pid namespace, goes with it).
+func children() []string {
+	ents, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range ents {
+		if parent(e.Name()) == strconv.Itoa(os.Getpid()) {
+			found = append(found, e.Name())
+		}
+	}
+	return found
 }
 
 // A warm jail's timeout starts with its work, not with its birth; an

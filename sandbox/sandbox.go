@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -115,6 +116,7 @@ type execution struct {
 
 	stdout, stderr *bytes.Buffer // captured output, when the caller gave no writer
 	report         bytes.Buffer  // what the runner wrote on fd 3
+	released       sync.Once
 
 	ev    audit.Execution // set by begin
 	began time.Time
@@ -281,17 +283,20 @@ func (x *execution) redact(out *Result) {
 	}
 }
 
-// release ends what the execution holds besides its jail, once the jail is
-// gone: its tools channel, whose calls still running are cancelled and whose
-// record is then final.
+// release ends what the execution holds besides its jail, once the jail's
+// command is gone: its tools channel, whose calls still running are
+// cancelled and whose record is then final. The first call does it; a
+// second waits for it (a pooled jail's goroutine may still be tearing the
+// jail down as its execution finishes).
 func (x *execution) release() {
-	if x.tools != nil {
-		x.tools.stop()
-	}
-	for _, r := range x.streams {
-		r.close()
-	}
-	x.streams = nil
+	x.released.Do(func() {
+		if x.tools != nil {
+			x.tools.stop()
+		}
+		for _, r := range x.streams {
+			r.close()
+		}
+	})
 }
 
 // programSpec is the jail that runs a program.
