@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cruciblehq/crucible/jail/internal/child"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,25 +47,25 @@ func Diagnose(ctx context.Context) []Check {
 
 	sc := Check{Feature: "seccomp filter", Required: true, Status: StatusOK, Detail: "seccomp-bpf available"}
 	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
-		sc.Status, sc.Detail, sc.Fix = StatusMissing, "prctl(PR_GET_SECCOMP): "+err.Error(), fixes["seccomp"]
+		sc.Status, sc.Detail, sc.Fix = StatusMissing, "prctl(PR_GET_SECCOMP): "+err.Error(), child.Fix("seccomp")
 	}
 	add(sc)
 
 	notify := Check{Feature: "seccomp user notification", Required: true, Degradable: LayerSeccompNotify, Status: StatusOK,
 		Detail: "denied syscalls are reported as violations"}
 	if b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail"); err != nil || !bytes.Contains(b, []byte("user_notif")) {
-		notify.Status, notify.Detail, notify.Fix = StatusMissing, "the kernel lacks SECCOMP_RET_USER_NOTIF", fixes[LayerSeccompNotify]
+		notify.Status, notify.Detail, notify.Fix = StatusMissing, "the kernel lacks SECCOMP_RET_USER_NOTIF", child.Fix(LayerSeccompNotify)
 	}
 	add(notify)
 
 	ll := Check{Feature: "Landlock", Required: true, Degradable: LayerLandlock}
-	if abi := landlockABI(); abi > 0 {
+	if abi := child.LandlockABI(); abi > 0 {
 		ll.Status, ll.Detail = StatusOK, fmt.Sprintf("ABI %d", abi)
 		if abi < 6 {
 			ll.Detail += " (signal and abstract-socket scoping need ABI 6)"
 		}
 	} else {
-		ll.Status, ll.Detail, ll.Fix = StatusMissing, "not enabled in this kernel", fixes[LayerLandlock]
+		ll.Status, ll.Detail, ll.Fix = StatusMissing, "not enabled in this kernel", child.Fix(LayerLandlock)
 	}
 	add(ll)
 

@@ -1,35 +1,16 @@
 package jail
 
-import (
-	"encoding/binary"
-	"encoding/json"
-	"fmt"
+import "github.com/cruciblehq/crucible/jail/internal/child"
 
-	"github.com/cruciblehq/crucible/seccomp"
-
-	"golang.org/x/sys/unix"
-)
-
-// Re-exec markers: the jail's child processes are this binary, started with
-// one of these as argv[0]. Nothing else in argv or the environment is used.
+// Re-exec markers: see package child, which runs these processes.
 const (
-	argInit  = "crucible-jail-init"  // pid 1 of the jail: mounts, then reaps
-	argExec  = "crucible-jail-exec"  // drops privileges and execs the command
-	argProbe = "crucible-jail-probe" // exits at once: doctor's namespace check
-	argHold  = "crucible-jail-hold"  // exits at EOF on stdin: holds a namespace open
+	argInit  = child.ArgInit
+	argProbe = child.ArgProbe
+	argHold  = child.ArgHold
 )
 
-// File descriptors the children inherit.
-const (
-	fdCtrl = 3 // SOCK_SEQPACKET to the supervisor: childMsg, and the seccomp listener
-	fdSpec = 4 // pipe carrying the JSON childSpec, read to EOF
-	// The exec stage only: the result pipe, which becomes the command's fd 3.
-	fdResult = 5
-	// The exec stage only: the tools socket, which becomes the command's fd 4.
-	fdTools = 6
-)
-
-// childSpec is everything the child side needs, sent as JSON.
+// childSpec is everything the child side needs, sent as JSON: child.Spec
+// on the other side (TestWire checks that the two agree).
 type childSpec struct {
 	Args []string `json:"args"`
 	Env  []string `json:"env"`
@@ -76,43 +57,5 @@ type exitStatus struct {
 	Signal int `json:"signal,omitempty"`
 }
 
-// send writes one message on the control socket, with an fd if fd >= 0.
-func send(m childMsg, fd int) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	var oob []byte
-	if fd >= 0 {
-		oob = unix.UnixRights(fd)
-	}
-	if err := unix.Sendmsg(fdCtrl, b, oob, nil, 0); err != nil {
-		return fmt.Errorf("sending to the supervisor: %w", err)
-	}
-	return nil
-}
-
-// encodeFilter packs a seccomp program as the kernel lays it out, 8 bytes an
-// instruction: in JSON that is base64, a fraction of an object per instruction
-// to decode, twice per execution.
-func encodeFilter(prog []seccomp.Instruction) []byte {
-	b := make([]byte, 0, 8*len(prog))
-	for _, in := range prog {
-		b = binary.LittleEndian.AppendUint16(b, in.Code)
-		b = append(b, in.Jt, in.Jf)
-		b = binary.LittleEndian.AppendUint32(b, in.K)
-	}
-	return b
-}
-
-func decodeFilter(b []byte) ([]seccomp.Instruction, error) {
-	if len(b)%8 != 0 {
-		return nil, fmt.Errorf("seccomp program of %d bytes", len(b))
-	}
-	prog := make([]seccomp.Instruction, len(b)/8)
-	for i := range prog {
-		in := b[8*i:]
-		prog[i] = seccomp.Instruction{Code: binary.LittleEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.LittleEndian.Uint32(in[4:])}
-	}
-	return prog, nil
-}
+// encodeFilter packs a seccomp program for childSpec.Filter.
+var encodeFilter = child.EncodeFilter

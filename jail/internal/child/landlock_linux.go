@@ -1,4 +1,4 @@
-package jail
+package child
 
 import (
 	"errors"
@@ -16,8 +16,8 @@ const (
 	llABI1     = 1<<13 - 1 // EXECUTE .. MAKE_SYM
 )
 
-// landlockABI returns the kernel's Landlock ABI version, 0 if none.
-func landlockABI() int {
+// LandlockABI returns the kernel's Landlock ABI version, 0 if none.
+func LandlockABI() int {
 	v, err := landlockCreateRuleset(nil, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	if err != nil {
 		return 0
@@ -46,7 +46,7 @@ func handledFS(abi int) uint64 {
 // from ABI 6, to signalling and reaching abstract sockets only inside its own
 // domain (so not the jail's init).
 func restrictFS() error {
-	abi := landlockABI()
+	abi := LandlockABI()
 	if abi < 1 {
 		return errLandlockUnavailable
 	}

@@ -1,10 +1,10 @@
-package jail
+package child
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -38,7 +38,7 @@ type bind struct {
 }
 
 // setupRoot builds the jail's root filesystem and pivots into it.
-func setupRoot(s *childSpec) error {
+func setupRoot(s *Spec) error {
 	// Nothing we mount may propagate back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
@@ -71,7 +71,7 @@ func setupRoot(s *childSpec) error {
 		binds = append(binds, &bind{src: "/dev/" + n, dst: "dev/" + n, what: "/dev/" + n, rw: true, dev: true})
 	}
 	for i, p := range s.ReadOnly {
-		b := &bind{src: p, dst: strings.TrimPrefix(filepath.Clean(p), "/"), what: "a path to bind read-only"}
+		b := &bind{src: p, dst: strings.TrimPrefix(path.Clean(p), "/"), what: "a path to bind read-only"}
 		if i < len(s.ReadOnlyFDs) {
 			b.fd = s.ReadOnlyFDs[i] // cloned by the supervisor; 0: clone it here
 		}
@@ -89,7 +89,7 @@ func setupRoot(s *childSpec) error {
 		if err != nil {
 			return fmt.Errorf("finding this binary: %w", err)
 		}
-		if !filepath.IsAbs(exe) {
+		if !path.IsAbs(exe) {
 			return errors.New("this binary was deleted or replaced: restart crucible")
 		}
 		binds = append(binds, &bind{src: exe, dst: s.Self[1:], what: "this binary"})
@@ -136,7 +136,7 @@ func setupRoot(s *childSpec) error {
 	if err := unix.Mount("tmpfs", staging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", rootSize)); err != nil {
 		return fmt.Errorf("mounting the root tmpfs: %w", err)
 	}
-	at := func(rel string) string { return filepath.Join(staging, rel) }
+	at := func(rel string) string { return path.Join(staging, rel) }
 
 	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "workspace"} {
 		if err := os.Mkdir(at(d), 0o755); err != nil {
@@ -154,7 +154,7 @@ func setupRoot(s *childSpec) error {
 	for _, f := range s.Files {
 		// Paths were checked by the supervisor: absolute, clean, under FilesDir.
 		dst := at(f.Path)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 			return err
 		}
 		if err := os.WriteFile(dst, f.Data, 0o444); err != nil {
@@ -307,7 +307,7 @@ func mountError(err error) *SetupError {
 
 // mountpoint creates an empty directory (or file) at dst, with its parents.
 func mountpoint(dst string, dir bool) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return err
 	}
 	if dir {
@@ -342,7 +342,7 @@ func writeEtc(dir, nameserver string) error {
 		"resolv.conf":   resolv,
 	}
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(path.Join(dir, name), []byte(content), 0o644); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,9 @@
 //go:build linux
 
-package jail
+package child
 
 import (
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,23 @@ func landlockAddRule(ruleset int, attr *unix.LandlockPathBeneathAttr) error {
 
 func landlockRestrictSelf(ruleset int) error {
 	_, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// sigaction is the kernel's struct sigaction where sa_restorer exists
+// (amd64, arm64); where it does not, the zero restorer reads as an empty
+// mask, which is what mask holds too.
+type sigaction struct {
+	handler, flags, restorer, mask uintptr
+}
+
+// ignoreSignal sets sig to SIG_IGN in the kernel, for the whole process.
+func ignoreSignal(sig syscall.Signal) error {
+	act := sigaction{handler: 1} // SIG_IGN
+	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
 	if errno != 0 {
 		return errno
 	}

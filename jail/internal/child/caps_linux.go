@@ -1,4 +1,4 @@
-package jail
+package child
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ const lockedSecurebits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
 // securebits, no_new_privs, the sandbox uid/gid and the jail's rlimits. The
 // order matters: securebits and the bounding set need CAP_SETPCAP, which the
 // uid change then removes.
-func dropPrivileges(s *childSpec) error {
+func dropPrivileges(s *Spec) error {
 	limits := []struct {
 		res int
 		max uint64

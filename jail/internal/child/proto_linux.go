@@ -1,0 +1,156 @@
+package child
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cruciblehq/crucible/seccomp"
+
+	"golang.org/x/sys/unix"
+)
+
+// Re-exec markers: the jail's child processes are this binary, started with
+// one of these as argv[0]. Nothing else in argv or the environment is used.
+const (
+	ArgInit  = "crucible-jail-init"  // pid 1 of the jail: mounts, then reaps
+	ArgExec  = "crucible-jail-exec"  // drops privileges and execs the command
+	ArgProbe = "crucible-jail-probe" // exits at once: doctor's namespace check
+	ArgHold  = "crucible-jail-hold"  // exits at EOF on stdin: holds a namespace open
+)
+
+// File descriptors the children inherit.
+const (
+	fdCtrl = 3 // SOCK_SEQPACKET to the supervisor: Msg, and the seccomp listener
+	fdSpec = 4 // pipe carrying the JSON Spec, read to EOF
+	// The exec stage only: the result pipe, which becomes the command's fd 3.
+	fdResult = 5
+	// The exec stage only: the tools socket, which becomes the command's fd 4.
+	fdTools = 6
+)
+
+// What package jail exports under the same names; its tests check that
+// the two agree.
+const (
+	SandboxUID  = 1000
+	SandboxName = "sandbox"
+	Hostname    = "sandbox"
+	SkillsDir   = "/skills"
+	ExitSetup   = 125
+	MinPids     = 16
+
+	LayerLandlock      = "landlock"
+	LayerSeccompNotify = "seccomp_notify"
+	LayerPids          = "pids"
+	LayerMemory        = "memory"
+	LayerUserns        = "userns"
+)
+
+// Spec is everything the child side needs, sent as JSON: the child's
+// reading of the supervisor's spec in package jail, field for field (its
+// tests compare the two).
+type Spec struct {
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+
+	Workspace     string   `json:"workspace,omitempty"`
+	WorkspaceSize int64    `json:"workspace_size"`
+	WorkspaceFD   int      `json:"workspace_fd,omitempty"` // init: a detached, idmapped workspace mount to use instead of the path
+	ResultFD      int      `json:"result_fd,omitempty"`    // the result pipe's write end: in init where the supervisor put it, in the exec stage fdResult
+	ToolsFD       int      `json:"tools_fd,omitempty"`     // the tools socket: in init where the supervisor put it, in the exec stage fdTools
+	Files         []File   `json:"files,omitempty"`
+	ReadOnly      []string `json:"ro,omitempty"`
+	ReadOnlyFDs   []int    `json:"ro_fds,omitempty"` // init: detached mounts of ReadOnly, by index; 0 where the supervisor made none
+	Skills        string   `json:"skills,omitempty"`
+	SkillsFD      int      `json:"skills_fd,omitempty"` // init: a detached mount of Skills, if the supervisor could make one
+	Self          string   `json:"self,omitempty"`      // where init binds its own binary
+	SelfFD        int      `json:"self_fd,omitempty"`   // init: a detached mount of that binary, if the supervisor could make one
+	TmpSize       int64    `json:"tmp_size"`
+	Nameserver    string   `json:"nameserver,omitempty"`
+
+	// Rootless: the supervisor could map only its own uid, so the command gets
+	// a nested user namespace in which it is SandboxUID.
+	Rootless bool `json:"rootless"`
+
+	NoFile uint64 `json:"nofile"`
+	FSize  uint64 `json:"fsize"`
+	NProc  uint64 `json:"nproc,omitempty"` // only where no pids cgroup bounds the jail
+
+	Filter        []byte `json:"filter"`          // seccomp program, see EncodeFilter
+	LandlockMay   bool   `json:"landlock_may"`    // Landlock may be missing
+	NotifyMayFail bool   `json:"notify_may_fail"` // seccomp user notification may be missing
+}
+
+// File is jail.File: a file to place in the jail.
+type File struct {
+	Path string   `json:"path"`
+	Data []byte   `json:"data"`
+	Over []string `json:"over,omitempty"`
+}
+
+// Msg travels from the children to the supervisor.
+type Msg struct {
+	Error    *SetupError `json:"error,omitempty"`
+	Degraded string      `json:"degraded,omitempty"` // a layer that was allowed to be missing and was
+	Listener bool        `json:"listener,omitempty"` // the message carries the seccomp listener fd
+	Exit     *ExitStatus `json:"exit,omitempty"`
+}
+
+// ExitStatus is how the command ended.
+type ExitStatus struct {
+	Code   int `json:"code"`
+	Signal int `json:"signal,omitempty"`
+}
+
+// SetupError is jail.SetupError as it travels: a layer that could not be
+// set up. Msg and Fix may reach the model, so they name no host path;
+// Detail is for the operator.
+type SetupError struct {
+	Layer  string
+	Msg    string
+	Fix    string
+	Detail string `json:",omitempty"`
+}
+
+// send writes one message on the control socket, with an fd if fd >= 0.
+func send(m Msg, fd int) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	if err := unix.Sendmsg(fdCtrl, b, oob, nil, 0); err != nil {
+		return fmt.Errorf("sending to the supervisor: %w", err)
+	}
+	return nil
+}
+
+// EncodeFilter packs a seccomp program as the kernel lays it out, 8 bytes an
+// instruction: in JSON that is base64, a fraction of an object per instruction
+// to decode, twice per execution.
+func EncodeFilter(prog []seccomp.Instruction) []byte {
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = binary.LittleEndian.AppendUint16(b, in.Code)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.LittleEndian.AppendUint32(b, in.K)
+	}
+	return b
+}
+
+// DecodeFilter undoes EncodeFilter.
+func DecodeFilter(b []byte) ([]seccomp.Instruction, error) {
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("seccomp program of %d bytes", len(b))
+	}
+	prog := make([]seccomp.Instruction, len(b)/8)
+	for i := range prog {
+		in := b[8*i:]
+		prog[i] = seccomp.Instruction{Code: binary.LittleEndian.Uint16(in), Jt: in[2], Jf: in[3], K: binary.LittleEndian.Uint32(in[4:])}
+	}
+	return prog, nil
+}
