@@ -67,7 +67,7 @@ func (f *flow) serveTerminated() {
 	cancel()
 	if err != nil {
 		f.p.report(Event{Kind: KindProtocol, Name: f.name, Port: f.dst.Port(),
-			Reason: "the TLS handshake failed: a client must trust the sandbox's CA to reach a host that receives secrets, and speak HTTP/1.1"})
+			Reason: "the TLS handshake failed: a client must trust the sandbox's CA to reach a host that receives secrets or has HTTP rules, and speak HTTP/1.1"})
 		f.abort()
 		return
 	}
