@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cruciblehq/crucible/apis"
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
@@ -30,22 +31,30 @@ const ToolsFD = 4
 
 // Tools is the tool bridge of one Crucible process: the downstream servers
 // of a configuration, each started on its first use and shared by every
-// execution that is given it in [Options]. The caller closes it, which stops
-// the servers, once no execution uses it any more.
+// execution that is given it in [Options], and the catalog of its HTTP
+// APIs, which the code lists with tools.apis(). The caller closes it, which
+// stops the servers, once no execution uses it any more.
 type Tools struct {
-	bridge  *toolbridge.Bridge
-	maxLine int // the longest request line a channel reads
-	records int // the most calls an execution lists
+	bridge   *toolbridge.Bridge
+	apis     *apis.Catalog // nil without APIs
+	apisOnly bool          // the configuration has APIs and no servers
+	maxLine  int           // the longest request line a channel reads
+	records  int           // the most calls an execution lists
 }
 
-// NewTools returns the tool bridge of cfg's servers, or nil when cfg has
-// none. It starts nothing. The network decisions of its jailed servers go
-// to w (nil: nowhere).
+// NewTools returns the tool bridge of cfg's servers and the catalog of its
+// APIs (whose docs it reads now), or nil when cfg has neither. It starts
+// nothing. The network decisions of its jailed servers go to w (nil:
+// nowhere).
 func NewTools(cfg *config.Config, w *audit.Writer) (*Tools, error) {
-	if len(cfg.Servers) == 0 {
+	if len(cfg.Servers) == 0 && len(cfg.APIs) == 0 {
 		return nil, nil
 	}
 	if err := checkServers(cfg); err != nil {
+		return nil, err
+	}
+	catalog, err := apis.Load(cfg)
+	if err != nil {
 		return nil, err
 	}
 	o := toolOptions(cfg, w)
@@ -56,7 +65,20 @@ func NewTools(cfg *config.Config, w *audit.Writer) (*Tools, error) {
 	// A request carries its arguments and a little JSON around them.
 	args := cmp.Or(o.Limits.ArgBytes, toolbridge.DefaultArgBytes)
 	calls := cmp.Or(o.Limits.Calls, toolbridge.DefaultCalls)
-	return &Tools{bridge: b, maxLine: int(args) + 64<<10, records: calls + moreToolRecords}, nil
+	t := &Tools{bridge: b, apis: catalog, apisOnly: len(cfg.Servers) == 0, maxLine: int(args) + 64<<10}
+	if !t.apisOnly {
+		t.records = calls + moreToolRecords // without servers, no call is made to list
+	}
+	return t, nil
+}
+
+// APIs is the catalog of the configuration's HTTP APIs; nil (an empty
+// catalog) without any.
+func (t *Tools) APIs() *apis.Catalog {
+	if t == nil {
+		return nil
+	}
+	return t.apis
 }
 
 // Close stops the servers the bridge started.
@@ -89,13 +111,15 @@ const maxInFlight = 64
 // a socketpair whose other end is the command's fd 4. A socketpair has no
 // name, so no other execution and no host process can reach it.
 type toolChannel struct {
-	conn    net.Conn
-	peer    *os.File // the jail's end, ours to close once the jail has it
-	sess    *toolbridge.Session
-	audit   *audit.Writer
-	maxLine int
-	records int
-	redact  func([]byte) []byte // set before serve, with the execution's secrets
+	conn     net.Conn
+	peer     *os.File // the jail's end, ours to close once the jail has it
+	sess     *toolbridge.Session
+	apis     *apis.Catalog
+	apisOnly bool
+	audit    *audit.Writer
+	maxLine  int
+	records  int
+	redact   func([]byte) []byte // set before serve, with the execution's secrets
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -130,7 +154,8 @@ func newToolChannel(t *Tools, spec *jail.Spec, w *audit.Writer) (*toolChannel, e
 	}
 	c := &toolChannel{
 		conn: conn, peer: os.NewFile(uintptr(fds[1]), "tools-jail"),
-		sess: t.bridge.NewSession(), audit: w, maxLine: t.maxLine, records: t.records,
+		sess: t.bridge.NewSession(), apis: t.apis, apisOnly: t.apisOnly,
+		audit: w, maxLine: t.maxLine, records: t.records,
 		slots: make(chan struct{}, maxInFlight),
 		index: map[violation.Violation]int{},
 	}
@@ -169,6 +194,11 @@ func (c *toolChannel) stop() {
 	c.done.Wait()
 }
 
+// noTools answers a call, list or resource request when the configuration
+// has APIs but no servers (without either, there is no channel, and the
+// runners say the same).
+const noTools = "no tools are configured: the configuration of this execution has no servers"
+
 // request is one line the code sends.
 type request struct {
 	ID     json.RawMessage `json:"id"`
@@ -177,6 +207,7 @@ type request struct {
 	Tool   string          `json:"tool"`
 	Args   json.RawMessage `json:"args"`
 	URI    string          `json:"uri"`
+	Query  string          `json:"query"`
 }
 
 // response is one line the code gets.
@@ -262,6 +293,22 @@ func (c *toolChannel) handle(req request, slot int) response {
 	)
 	start := time.Now()
 	switch req.Method {
+	case "apis":
+		// Without a query, every API; with one, those it matches, each
+		// with the operations or sections it found.
+		list := c.apis.List()
+		if req.Query != "" {
+			list = c.apis.Find(req.Query)
+		}
+		res.Result, _ = json.Marshal(list)
+		return res
+	case "list", "call", "resource":
+		if c.apisOnly {
+			res.Error = &responseError{Kind: "error", Message: noTools}
+			return res
+		}
+	}
+	switch req.Method {
 	case "list":
 		tools, lerr := c.sess.Tools(c.ctx)
 		if lerr != nil && len(tools) == 0 {
@@ -281,7 +328,7 @@ func (c *toolChannel) handle(req request, slot int) response {
 		hash = []byte(req.URI)
 		out, err = c.sess.Resource(c.ctx, req.Server, req.URI)
 	default:
-		res.Error = &responseError{Kind: "error", Message: fmt.Sprintf("unknown method %q: the methods are call, list and resource", req.Method)}
+		res.Error = &responseError{Kind: "error", Message: fmt.Sprintf("unknown method %q: the methods are call, list, resource and apis", req.Method)}
 		return res
 	}
 	d := time.Since(start)

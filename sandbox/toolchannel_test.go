@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/toolbridge"
 )
@@ -21,6 +23,7 @@ func FuzzToolChannel(f *testing.F) {
 		`{"id":2,"method":"call","server":"x","tool":"y","args":{"a":1}}`,
 		`{"id":"s","method":"resource","server":"x","uri":"u"}`,
 		`{"id":3,"method":"call","args":[1]}`,
+		`{"id":4,"method":"apis","query":"x"}`,
 		`{"id":{},"method":7}`,
 		`not json`, `{}`, `null`, `[1,2]`, "\x00\xff",
 	} {
@@ -61,4 +64,62 @@ func FuzzToolChannel(f *testing.F) {
 			t.Fatalf("%q: answer %q (%v)", line, answer, err)
 		}
 	})
+}
+
+// A configuration with APIs and no servers: the channel lists the APIs
+// (with a query, what it found), and says there are no tools to call,
+// which are neither listed nor counted as refused.
+func TestToolChannelAPIs(t *testing.T) {
+	docs, err := filepath.Abs("../apis/testdata/tracker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Secrets = map[string]config.Secret{"TRACKER_TOKEN": {From: "env:X"}}
+	cfg.APIs = map[string]config.API{"tracker": {Description: "Issues.", Hosts: []string{"tracker.example.com"}, Secrets: []string{"TRACKER_TOKEN"}, Docs: docs}}
+	tools, err := NewTools(cfg, nil)
+	if err != nil || tools == nil {
+		t.Fatalf("NewTools: %v, %v", tools, err)
+	}
+	defer tools.Close()
+	if tools.APIs() == nil || len(tools.APIs().List()) != 1 {
+		t.Fatalf("APIs() = %v", tools.APIs())
+	}
+	c, err := newToolChannel(tools, &jail.Spec{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.serve("apis")
+	code, err := net.FileConn(c.peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer code.Close()
+	r := bufio.NewReader(code)
+	ask := func(line string) string {
+		t.Helper()
+		if _, err := io.WriteString(code, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		a, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	if a := ask(`{"id":1,"method":"apis"}`); !strings.Contains(a, `"result":[{"name":"tracker","description":"Issues.","hosts":["tracker.example.com"],"base_urls":["https://tracker.example.com/api/v3"],"auth":[{"secret":"TRACKER_TOKEN","header":"Authorization: Bearer ${env.TRACKER_TOKEN}"}],"docs":"openapi","operations":6}]`) {
+		t.Errorf("apis: %s", a)
+	}
+	if a := ask(`{"id":2,"method":"apis","query":"create issue"}`); !strings.Contains(a, `"matches":[{"method":"POST","path":"/repos/{owner}/{repo}/issues","operation_id":"issues/create","summary":"Create an issue","parameters":["owner","repo"]}`) {
+		t.Errorf("apis with a query: %s", a)
+	}
+	for _, line := range []string{`{"id":3,"method":"list"}`, `{"id":4,"method":"call","server":"x","tool":"y"}`, `{"id":5,"method":"resource","server":"x","uri":"u"}`} {
+		if a := ask(line); !strings.Contains(a, `"error":{"kind":"error","message":"no tools are configured: the configuration of this execution has no servers"}`) {
+			t.Errorf("%s: %s", line, a)
+		}
+	}
+	c.stop()
+	if len(c.calls) != 0 || len(c.violations) != 0 {
+		t.Errorf("calls %v, violations %v", c.calls, c.violations)
+	}
 }

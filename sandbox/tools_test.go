@@ -50,7 +50,8 @@ tools: {max_calls: 7, max_arg_size: 2KiB}
 func TestCheckConfigServerNames(t *testing.T) {
 	for name, want := range map[string]string{
 		"class": `c.yaml:3: servers["class"]: the name is a reserved word in JavaScript or Python`,
-		"list":  `c.yaml:3: servers["list"]: the name is the name of a function of tools (call, list, resource)`,
+		"list":  `c.yaml:3: servers["list"]: the name is the name of a function of tools (call, list, resource, apis)`,
+		"apis":  `c.yaml:3: servers["apis"]: the name is the name of a function of tools (call, list, resource, apis)`,
 		"gh":    "",
 	} {
 		cfg, err := config.Parse([]byte("servers:\n\n  "+name+":\n    command: x\n"), "c.yaml")

@@ -30,7 +30,7 @@ var reserved = func() map[string]bool {
 
 // toolsFunctions are the tools object's own members, which no server may be
 // named after.
-var toolsFunctions = []string{"call", "list", "resource"}
+var toolsFunctions = []string{"call", "list", "resource", "apis"}
 
 var (
 	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -117,6 +117,8 @@ declare namespace tools {
   function list(): Promise<{ server: string; name: string; description?: string; input_schema?: unknown; output_schema?: unknown }[]>;
   /** Reads a server's resource: its contents, each {uri, mimeType, text} or {uri, mimeType, blob} (base64). */
   function resource(server: string, uri: string): Promise<{ uri: string; mimeType?: string; text?: string; blob?: string }[]>;
+  /** Lists the HTTP APIs the program may call, with how to authenticate; with a query, those it matches and the operations (or docs sections) found. */
+  function apis(query?: string): Promise<{ name: string; description?: string; hosts: string[]; base_urls: string[]; auth: { secret: string; header?: string; query?: string }[]; rules?: string[]; docs?: string; operations: number; sections?: number; matches?: { method?: string; path?: string; operation_id?: string; summary?: string; parameters?: string[]; section?: string }[] }[]>;
 `)
 	for _, server := range slices.Sorted(maps.Keys(by)) {
 		list := by[server]

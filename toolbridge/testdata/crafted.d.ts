@@ -8,6 +8,8 @@ declare namespace tools {
   function list(): Promise<{ server: string; name: string; description?: string; input_schema?: unknown; output_schema?: unknown }[]>;
   /** Reads a server's resource: its contents, each {uri, mimeType, text} or {uri, mimeType, blob} (base64). */
   function resource(server: string, uri: string): Promise<{ uri: string; mimeType?: string; text?: string; blob?: string }[]>;
+  /** Lists the HTTP APIs the program may call, with how to authenticate; with a query, those it matches and the operations (or docs sections) found. */
+  function apis(query?: string): Promise<{ name: string; description?: string; hosts: string[]; base_urls: string[]; auth: { secret: string; header?: string; query?: string }[]; rules?: string[]; docs?: string; operations: number; sections?: number; matches?: { method?: string; path?: string; operation_id?: string; summary?: string; parameters?: string[]; section?: string }[] }[]>;
 
   namespace files {
     /** The tool "2fa" (tools.call("files", "2fa", args)). */
