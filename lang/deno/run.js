@@ -82,6 +82,9 @@ const toolFns = Object.freeze({
   call: (server, tool, args) => request({ method: "call", server: String(server), tool: String(tool), args: toolArgs(args) }),
   list: () => request({ method: "list" }),
   resource: (server, uri) => request({ method: "resource", server: String(server), uri: String(uri) }),
+  // No channel: neither tools nor APIs.
+  apis: async (query) =>
+    !Number(Deno.env.get("CRUCIBLE_TOOLS_FD")) ? [] : request(query === undefined || query === null ? { method: "apis" } : { method: "apis", query: String(query) }),
 });
 // Not tools: what await, JSON and console look for on any object.
 const notTool = (name) => typeof name !== "string" || name === "then" || name === "toJSON" || name === "constructor";

@@ -7,7 +7,9 @@ execution's result.
 the execution's tools channel (the fd that CRUCIBLE_TOOLS_FD names):
 `tools.<server>.<tool>(**args)` (the tool's name made an identifier as in
 `crucible tools --ts`), `tools.call(server, tool, args)`, `tools.list()`,
-`tools.resource(server, uri)`. Each call blocks until its answer; calls
+`tools.resource(server, uri)`; `tools.apis(query=None)` lists the
+configured HTTP APIs (with a query, those it matches and the operations
+found). Each call blocks until its answer; calls
 from several threads are in flight at once. A refused or failed call
 raises ToolError, whose `kind` is "tool", "limit" or "error".
 """
@@ -120,6 +122,14 @@ class _Tools:
 
     def resource(self, server, uri):
         return _channel.request({"method": "resource", "server": server, "uri": uri})
+
+    def apis(self, query=None):
+        if not os.environ.get("CRUCIBLE_TOOLS_FD"):
+            return []  # no channel: neither tools nor APIs
+        req = {"method": "apis"}
+        if query is not None:
+            req["query"] = str(query)
+        return _channel.request(req)
 
     def __getattr__(self, server):
         if server.startswith("__"):

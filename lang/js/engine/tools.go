@@ -85,19 +85,25 @@ func (n *toolNames) resolve(ctx context.Context, t Tools, server, js string) (st
 // dispatcher hears of it as ("tool", id, true, result JSON) or ("tool", id,
 // false, {kind, message} JSON). tool(request, byJSName).
 func (r *Runtime) startTool(a []any) (any, error) {
-	if r.o.Tools == nil {
-		return nil, errors.New(noTools)
+	req := []byte(argString(a, 0))
+	tools := r.o.Tools
+	if tools == nil {
+		// Without a channel there are no tools, and no APIs to list.
+		var q toolRequest
+		if json.Unmarshal(req, &q) != nil || q.Method != "apis" {
+			return nil, errors.New(noTools)
+		}
+		tools = noAPIs{}
 	}
 	if r.busy >= maxFetches {
 		return nil, fmt.Errorf("more than %d tool calls and fetches in flight", maxFetches)
 	}
-	req := []byte(argString(a, 0))
 	byJS := argBool(a, 1)
 	r.toolSeq++
 	id := r.toolSeq
 	r.busy++
 	go func() {
-		out, err := r.doTool(req, byJS)
+		out, err := r.doTool(tools, req, byJS)
 		r.post(func() {
 			r.busy--
 			if err != nil {
@@ -113,14 +119,14 @@ func (r *Runtime) startTool(a []any) (any, error) {
 	return id, nil
 }
 
-func (r *Runtime) doTool(req []byte, byJS bool) ([]byte, error) {
+func (r *Runtime) doTool(tools Tools, req []byte, byJS bool) ([]byte, error) {
 	ctx := r.life
 	if byJS {
 		var q toolRequest
 		if err := json.Unmarshal(req, &q); err != nil {
 			return nil, err
 		}
-		tool, err := r.names.resolve(ctx, r.o.Tools, q.Server, q.Tool)
+		tool, err := r.names.resolve(ctx, tools, q.Server, q.Tool)
 		if err != nil {
 			return nil, err
 		}
@@ -129,5 +135,10 @@ func (r *Runtime) doTool(req []byte, byJS bool) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return r.o.Tools.Do(ctx, req)
+	return tools.Do(ctx, req)
 }
+
+// noAPIs answers tools.apis() in an execution without a tools channel.
+type noAPIs struct{}
+
+func (noAPIs) Do(context.Context, []byte) ([]byte, error) { return []byte("[]"), nil }

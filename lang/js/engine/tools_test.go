@@ -57,6 +57,18 @@ return [e, s];
 		t.Errorf("requests: %q", asked)
 	}
 
-	// Without tools, a call says so.
+	// Without tools, a call says so; there are no APIs to list.
 	result(t, `return await tools.call("ev", "echo", {}).catch((e) => e.message)`, false, `"`+noTools+`"`)
+	result(t, `return await tools.apis()`, false, `[]`)
+}
+
+// tools.apis() asks the channel for the APIs, with its query if it has one.
+func TestToolsAPIs(t *testing.T) {
+	tools := toolsFunc(func(req map[string]any) ([]byte, error) {
+		return json.Marshal(req)
+	})
+	out, stdout := run(t, `return [await tools.apis(), await tools.apis("create issue")]`, false, Options{Tools: tools})
+	if out.Error != nil || !sameJSON(out.Result, []byte(`[{"method":"apis"},{"method":"apis","query":"create issue"}]`)) {
+		t.Fatalf("%+v %s %s", out.Error, out.Result, stdout)
+	}
 }

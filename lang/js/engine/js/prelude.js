@@ -365,7 +365,7 @@
 
   // tools: the execution's tool calls, which Go carries to its tools channel.
   // tools.<server>.<name>(args) calls a tool by the name its declaration
-  // gives it (Go maps it back); call, list and resource are the rest.
+  // gives it (Go maps it back); call, list, resource and apis are the rest.
   const toolCalls = new Map(); // tool request id -> { resolve, reject, site }
   const toolRequest = (req, byJSName) => {
     const site = new Error();
@@ -381,6 +381,7 @@
     call: (server, tool, args) => toolRequest({ method: "call", server: String(server), tool: String(tool), args: toolArgs(args) }, false),
     list: () => toolRequest({ method: "list" }, false),
     resource: (server, uri) => toolRequest({ method: "resource", server: String(server), uri: String(uri) }, false),
+    apis: (query) => toolRequest(query === undefined || query === null ? { method: "apis" } : { method: "apis", query: String(query) }, false),
   };
   // Not tools: what await, JSON and console look for on any object.
   const notTool = (name) => typeof name !== "string" || name === "then" || name === "toJSON" || name === "constructor";
