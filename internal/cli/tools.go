@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -8,17 +9,23 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cruciblehq/crucible/apis"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
 const toolsUsage = `Usage: crucible tools [--config FILE] [--json | --ts]
+       crucible tools --apis [--config FILE] [--json]
 
 Starts the servers of the config's servers section and lists the tools that
 their policies let the code call: a table of server, tool and description,
 --json the whole of each (with its input and output JSON Schemas), or --ts
 the TypeScript declarations the code sees. A server that cannot be listed is
 named on stderr, and the exit code is 1.
+
+With --apis, lists the config's HTTP APIs instead, as the code's
+tools.apis() does: a table of name, base URL, authentication, operations
+and description, or --json the whole of each.
 
 Flags:
 `
@@ -28,6 +35,7 @@ func runTools(ctx context.Context, args []string, env Env) int {
 	file := fs.String("config", "", "read the servers from `FILE` (crucible.yaml)")
 	asJSON := fs.Bool("json", false, "print the tools as one JSON array")
 	asTS := fs.Bool("ts", false, "print the TypeScript declarations of the tools")
+	asAPIs := fs.Bool("apis", false, "list the HTTP APIs of the config's apis section")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), toolsUsage)
 		fs.PrintDefaults()
@@ -35,8 +43,8 @@ func runTools(ctx context.Context, args []string, env Env) int {
 	if code, ok := parseFlags(fs, args, env); !ok {
 		return code
 	}
-	if fs.NArg() > 0 || (*asJSON && *asTS) {
-		fmt.Fprintln(env.Stderr, "crucible tools: takes no arguments, and at most one of --json and --ts")
+	if fs.NArg() > 0 || (*asJSON && *asTS) || (*asAPIs && *asTS) {
+		fmt.Fprintln(env.Stderr, "crucible tools: takes no arguments, and at most one of --json and --ts (--apis: no --ts)")
 		return ExitUsage
 	}
 	cfg := config.Default()
@@ -50,6 +58,9 @@ func runTools(ctx context.Context, args []string, env Env) int {
 	if err := sandbox.CheckConfig(cfg); err != nil {
 		fmt.Fprintf(env.Stderr, "crucible tools: %v\n", err)
 		return ExitUsage
+	}
+	if *asAPIs {
+		return listAPIs(cfg, *asJSON, env)
 	}
 	tools, err := sandbox.ListTools(ctx, cfg)
 	switch {
@@ -83,5 +94,48 @@ func runTools(ctx context.Context, args []string, env Env) int {
 		}
 		return ExitFail
 	}
+	return ExitOK
+}
+
+// listAPIs prints cfg's HTTP APIs: a table, or the JSON that tools.apis()
+// gives the code.
+func listAPIs(cfg *config.Config, asJSON bool, env Env) int {
+	catalog, err := apis.Load(cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "crucible tools: %v\n", err)
+		return ExitUsage
+	}
+	list := catalog.List()
+	if asJSON {
+		out, err := json.MarshalIndent(list, "", "  ")
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "crucible tools: %v\n", err)
+			return ExitFail
+		}
+		fmt.Fprintf(env.Stdout, "%s\n", out)
+		return ExitOK
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(env.Stderr, "crucible tools: no APIs are configured (see the apis section of crucible.yaml)")
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "API\tBASE URL\tAUTH\tOPERATIONS\tDESCRIPTION")
+	for _, a := range list {
+		var auth []string
+		for _, x := range a.Auth {
+			auth = append(auth, x.Header+x.Query)
+		}
+		ops := "-"
+		switch a.Docs {
+		case "openapi":
+			ops = fmt.Sprint(a.Operations)
+		case "markdown":
+			ops = fmt.Sprintf("%d sections", a.Sections)
+		}
+		desc, _, _ := strings.Cut(a.Description, "\n")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, strings.Join(a.BaseURLs, " "),
+			cmp.Or(strings.Join(auth, "; "), "-"), ops, desc)
+	}
+	tw.Flush()
 	return ExitOK
 }
