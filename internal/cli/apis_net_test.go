@@ -55,11 +55,12 @@ func newAPIFix(t *testing.T) *apiFix {
 	return f
 }
 
-// flags: the API github on svc's two ports, its secret TOKEN (which has
-// no hosts of its own), no network.allow at all; the audit goes to audit.
-func (f *apiFix) flags(t *testing.T, audit string) []string {
+// flags: the API github on svc's two ports, with its secret TOKEN (which
+// has no hosts of its own) if secret, no network.allow at all; the audit
+// goes to audit.
+func (f *apiFix) flags(t *testing.T, audit string, secret bool) []string {
 	t.Helper()
-	return append(f.config(t, fmt.Sprintf(`network:
+	yaml := fmt.Sprintf(`network:
   hosts:
     %[1]s: 127.0.0.1
   allow_private: [127.0.0.0/8]
@@ -77,7 +78,11 @@ apis:
       - allow: GET /repos/**
       - allow: POST /repos/**
       - deny: DELETE /**
-`, svcName, f.https, f.plain, f.dns, f.upstreamCA)), "--audit", audit)
+`, svcName, f.https, f.plain, f.dns, f.upstreamCA)
+	if !secret {
+		yaml = strings.NewReplacer("secrets:\n  TOKEN:\n    from: env:CRUCIBLE_TEST_TOKEN\n", "", "    secrets: [TOKEN]\n", "").Replace(yaml)
+	}
+	return append(f.config(t, yaml), "--audit", audit)
 }
 
 func (f *apiFix) received() []string {
@@ -118,7 +123,7 @@ c.request("DELETE", "/repos/py", headers=auth)
 same = "same connection" if c.sock is sock else "another connection"
 r = c.getresponse(); print("py delete", r.status, same, r.read().decode().strip())
 ' %[1]s %[2]d
-`, svcName, f.https), f.flags(t, audit)...)
+`, svcName, f.https), f.flags(t, audit, true)...)
 	noValue(t, r, audit)
 	for _, w := range []string{
 		"ok GET /repos/curl\n code=200 connects=1\n",
@@ -154,13 +159,14 @@ r = c.getresponse(); print("py delete", r.status, same, r.read().decode().strip(
 
 // Path traversal (dot segments, percent-encoded dots and slashes, a
 // doubled slash) is judged on the path it lands on, and a method override
-// on the method it names: over HTTPS and over plain HTTP alike, each is
-// refused before the API receives a byte of it.
+// on the method it names: over HTTPS (an API without secrets, its TLS
+// terminated all the same) and over plain HTTP alike, each is refused
+// before the API receives a byte of it.
 func TestAttackAPIRules(t *testing.T) {
 	f := newAPIFix(t)
 	audit := filepath.Join(t.TempDir(), "audit.ndjson")
 	var script strings.Builder
-	script.WriteString("W=' code=%{http_code}\\n'\n")
+	script.WriteString("echo \"token=${TOKEN:-none}\"\nW=' code=%{http_code}\\n'\n")
 	for _, base := range []string{fmt.Sprintf("https://%s:%d", svcName, f.https), fmt.Sprintf("http://%s:%d", svcName, f.plain)} {
 		for _, p := range []string{"/repos/../admin", "/repos/%2e%2e/admin", "/repos/..%2fadmin", "//admin"} {
 			fmt.Fprintf(&script, "curl -sS --path-as-is -w \"$W\" %s%s\n", base, p)
@@ -174,8 +180,12 @@ c.request("POST", "/repos/py", body="x", headers={"X-HTTP-Method-Override": "DEL
 r = c.getresponse(); print("py override", r.status, r.read().decode().strip())
 ' %s %d
 `, svcName, f.plain)
-	r := jailSh(t, script.String(), f.flags(t, audit)...)
+	// No secret: the API's TLS is terminated for its rules alone.
+	r := jailSh(t, script.String(), f.flags(t, audit, false)...)
 	noValue(t, r, audit)
+	if !strings.Contains(r.Stdout, "token=none\n") {
+		t.Errorf("the execution has a secret:\n%s", r.Stdout)
+	}
 	admin := "crucible: the API github refuses GET /admin: no allow rule matches (it allows GET /repos/**, POST /repos/**)\n code=403\n"
 	override := `crucible: the API github refuses DELETE /repos/override: its rule deny "DELETE /**" matches (DELETE is the method that X-Http-Method-Override names)` + "\n code=403\n"
 	if n := strings.Count(r.Stdout, admin); n != 8 {
