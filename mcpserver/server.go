@@ -35,7 +35,7 @@ type Options struct {
 	// closes after the Server; nil gives programs no tools.
 	Tools *sandbox.Tools
 	// Secrets, from sandbox.LoadSecrets, is required when the
-	// configuration has secrets.
+	// configuration has secrets or API rules.
 	Secrets *sandbox.Secrets
 	// Logger receives the server's own log lines; nil discards them.
 	Logger *slog.Logger
