@@ -111,7 +111,7 @@ func paramNames(schema any) []string {
 // render writes the found tools at the detail asked for.
 func render(found []sandbox.Tool, detail string) string {
 	if len(found) == 0 {
-		return "No tool matches. Search with other words, or with an empty query to list the servers."
+		return "Nothing matches. Search with other words, or with an empty query to list the servers and APIs."
 	}
 	var b strings.Builder
 	switch detail {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -17,7 +18,7 @@ func searchTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  "search_tools",
 		Title: "Find the tools a program can call",
-		Description: "Searches the tools of the connected MCP servers that execute's programs can call, best match first. " +
+		Description: "Searches the tools of the connected MCP servers, and the HTTP APIs, that execute's programs can call, best match first. " +
 			`detail "names" lists them, "summary" (the default) adds their parameters and purpose, "full" gives their TypeScript declarations. An empty query lists the servers.`,
 		InputSchema: &jsonschema.Schema{
 			Type:     "object",
@@ -39,11 +40,25 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	tools, err := s.o.Tools.List(ctx)
+	catalog := s.o.Tools.APIs()
 	var text string
 	if in.Query == "" {
 		text = renderServers(s.o.Tools.Servers(), tools)
+		if list := catalog.List(); len(list) > 0 {
+			text += "\nHTTP APIs (call them with fetch; search to see their operations and how to authenticate):\n"
+			for _, a := range list {
+				text += fmt.Sprintf("  %s: %s\n", a.Name, firstLine(a.Description))
+			}
+		}
 	} else {
-		text = render(rank(tools, in.Query), in.Detail)
+		found := rank(tools, in.Query)
+		hits := catalog.Search(in.Query)
+		if len(found) > 0 || len(hits) == 0 {
+			text = render(found, in.Detail)
+		}
+		if len(hits) > 0 {
+			text += "\nHTTP APIs:\n" + catalog.Render(hits, in.Detail)
+		}
 	}
 	if err != nil {
 		// Which servers could not be listed: their names, not why (the

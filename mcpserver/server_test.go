@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -591,5 +592,46 @@ func TestSessionWarm(t *testing.T) {
 	_, out := execute(t, cs, map[string]any{"language": "py", "code": "print(open('n.txt').read())"})
 	if out == nil || out.Stdout != "3\n" {
 		t.Errorf("python in the session: %+v", out)
+	}
+}
+
+// search_tools finds HTTP APIs too: their operations and how to
+// authenticate, never where their docs are.
+func TestSearchAPIs(t *testing.T) {
+	docs, err := filepath.Abs("../apis/testdata/weather.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, func(c *config.Config) {
+		c.Secrets = map[string]config.Secret{"WEATHER_KEY": {From: "env:CRUCIBLE_TEST_WEATHER"}}
+		c.APIs = map[string]config.API{"weather": {Description: "Forecasts and alerts.", Hosts: []string{"weather.example.net"},
+			Secrets: []string{"WEATHER_KEY"}, Docs: docs}}
+	})
+	cs := connect(t, s)
+	search := func(q, detail string) string {
+		args := map[string]any{"query": q}
+		if detail != "" {
+			args["detail"] = detail
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("search %q: %v %q", q, err, text(res))
+		}
+		return text(res)
+	}
+	if got := search("", ""); !strings.Contains(got, "weather: Forecasts and alerts.") {
+		t.Errorf("the empty query does not list the API:\n%s", got)
+	}
+	got := search("forecast city", "full")
+	for _, want := range []string{"getForecast", "WEATHER_KEY"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("search for a forecast lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, docs) || strings.Contains(got, "testdata") {
+		t.Errorf("the docs' path reached the model:\n%s", got)
+	}
+	if got := search("zzzz", ""); !strings.Contains(got, "Nothing matches") {
+		t.Errorf("a search that finds nothing: %q", got)
 	}
 }
