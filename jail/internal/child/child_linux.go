@@ -187,6 +187,18 @@ func initMain() int {
 	if werr != nil {
 		return fail("init", "handing over the spec: %v", werr)
 	}
+	// Init keeps no copy of the command's outputs: they end as soon as the
+	// command, and whatever it started, has closed them, and the supervisor
+	// has them whole before init's own exit (jail.Spec.Ended).
+	if null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
+		for fd := range 3 {
+			_ = unix.Dup3(null, fd, 0)
+		}
+		unix.Close(null)
+		if len(files) > fdResult && files[fdResult] != ^uintptr(0) {
+			unix.Close(int(files[fdResult]))
+		}
+	}
 
 	for {
 		var ws unix.WaitStatus

@@ -103,9 +103,10 @@ func Run(ctx context.Context, src, name string, ts bool, o Options) *lang.Outcom
 	return r.run(ctx, t.p)
 }
 
-// Run runs one program on r, as the package's Run does, and closes r.
+// Run runs one program on r, as the package's Run does. r runs no other;
+// the caller closes it, or exits: a worker that reports the outcome first
+// and then exits frees the engine sooner than Close would.
 func (r *Runtime) Run(ctx context.Context, src, name string, ts bool) *lang.Outcome {
-	defer r.Close()
 	p, err := transpile(src, name, ts)
 	if err != nil {
 		return &lang.Outcome{Error: err}

@@ -138,6 +138,9 @@ func warmRun(o engine.Options, timeout time.Duration) (*lang.Outcome, time.Time)
 	}
 	ctx, cancel := programContext(start, timeout)
 	defer cancel()
+	// Not closed: the process exits once it has reported the outcome,
+	// which frees the engine at once; Close would first free each of its
+	// objects, while the execution waits.
 	return rt.Run(ctx, job.Source, job.Name, job.Lang == lang.TypeScript), start
 }
 
