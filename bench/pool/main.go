@@ -1,0 +1,179 @@
+// Command pool times executions on a warm sandbox.Pool, in this process,
+// against bubblewrap's cost per jail as the reference: rounds alternate a
+// batch of `bwrap ... /bin/true` runs (their wall time and CPU time, the
+// whole process tree's), pooled executions one at a time (latency: each on
+// an idle, full pool, then back to back), and a burst with 8 in flight
+// (throughput), so that drift in the machine's speed hits all alike. The
+// capacity goal is half of what the cores could do if each jail cost
+// bubblewrap's CPU time: 0.5 × cores ÷ CPU per run. A language without a
+// warm pool (one whose worker cannot wait for its program) is named and
+// skipped.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cruciblehq/crucible/bench/internal/timing"
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+var bwrap = []string{"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+	"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+	"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/bin/true"}
+
+// programs are what each language's pool runs: the issue's `return 1`.
+var programs = map[string]string{
+	"ts": "return 1",
+	"py": "import crucible\ncrucible.result = 1\n",
+}
+
+func main() {
+	// The pool's jails run this binary as their worker.
+	sandbox.Hook()
+
+	rounds := flag.Int("rounds", 10, "rounds of alternation")
+	single := flag.Int("n", 30, "executions one at a time, per language and round")
+	burst := flag.Int("burst", 40, "executions per burst, per language and round")
+	bw := flag.Int("bwrap", 20, "bwrap runs per round")
+	inFlight := flag.Int("inflight", 8, "executions in flight in a burst")
+	idle := flag.Duration("idle", 30*time.Millisecond, "pause before each execution on an idle pool")
+	size := flag.Int("size", 4, "jails kept ready by the burst's pool")
+	langs := flag.String("lang", "ts,py", "languages to try, comma-separated")
+	flag.Parse()
+
+	cfg := config.Default()
+	type pools struct{ single, burst *sandbox.Pool }
+	var order []string
+	ps := map[string]pools{}
+	for _, l := range strings.Split(*langs, ",") {
+		one, err := sandbox.NewPool(cfg, l, sandbox.PoolOptions{Size: 2})
+		if err != nil {
+			fmt.Printf("%s: no warm pool: %v\n", l, err)
+			continue
+		}
+		many, err := sandbox.NewPool(cfg, l, sandbox.PoolOptions{Size: *size, InFlight: *inFlight})
+		if err != nil {
+			fail(err)
+		}
+		defer one.Close()
+		defer many.Close()
+		run(one, l) // a check that it works
+		order = append(order, l)
+		ps[l] = pools{one, many}
+	}
+	if err := exec.Command(bwrap[0], bwrap[1:]...).Run(); err != nil {
+		fail(fmt.Errorf("bwrap: %w", err))
+	}
+
+	var bwWall, bwCPU []time.Duration
+	lat := map[string][]time.Duration{}     // back to back
+	settled := map[string][]time.Duration{} // each on an idle pool
+	count := map[string]int{}
+	spent := map[string]time.Duration{}     // wall time of the bursts
+	cpu := map[string]time.Duration{}       // this process's CPU in them, its children's included
+	singleCPU := map[string]time.Duration{} // ... in the one-at-a-time batches
+	for range *rounds {
+		for range *bw {
+			start := time.Now()
+			c := exec.Command(bwrap[0], bwrap[1:]...)
+			if err := c.Run(); err != nil {
+				fail(fmt.Errorf("bwrap: %w", err))
+			}
+			bwWall = append(bwWall, time.Since(start))
+			bwCPU = append(bwCPU, c.ProcessState.UserTime()+c.ProcessState.SystemTime())
+		}
+		for _, l := range order {
+			p := ps[l].single
+			for range *single {
+				for p.Stats().Ready < 2 { // the pool full,
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(*idle) // and the last jail torn down
+				start := time.Now()
+				run(p, l)
+				settled[l] = append(settled[l], time.Since(start))
+			}
+			c0 := cpuTime()
+			for range *single {
+				for p.Stats().Ready == 0 { // latency with a jail ready, not its build
+					time.Sleep(100 * time.Microsecond)
+				}
+				start := time.Now()
+				run(p, l)
+				lat[l] = append(lat[l], time.Since(start))
+			}
+			singleCPU[l] += cpuTime() - c0
+
+			p = ps[l].burst
+			for p.Stats().Ready < *size { // each burst starts from a full pool
+				time.Sleep(time.Millisecond)
+			}
+			c0 = cpuTime()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range *burst {
+				wg.Go(func() { run(p, l) })
+			}
+			wg.Wait()
+			spent[l] += time.Since(start)
+			cpu[l] += cpuTime() - c0
+			count[l] += *burst
+		}
+	}
+
+	slices.Sort(bwWall)
+	slices.Sort(bwCPU)
+	perRun := timing.Pct(bwCPU, 50)
+	goal := 0.5 * float64(runtime.NumCPU()) / perRun.Seconds()
+	fmt.Printf("bwrap /bin/true (%d runs): wall p50 %s, CPU p50 %s per run: goal %.0f executions/s (half of %d cores ÷ CPU per run)\n",
+		len(bwWall), round(timing.Pct(bwWall, 50)), round(perRun), goal, runtime.NumCPU())
+	for _, l := range order {
+		t := settled[l]
+		slices.Sort(t)
+		fmt.Printf("%s, one at a time, idle pool (%d): p50 %s, p99 %s, min %s\n",
+			l, len(t), round(timing.Pct(t, 50)), round(timing.Pct(t, 99)), round(t[0]))
+		t = lat[l]
+		slices.Sort(t)
+		rate := float64(count[l]) / spent[l].Seconds()
+		fmt.Printf("%s, one at a time, back to back (%d): p50 %s, p99 %s, min %s; CPU %s per execution\n",
+			l, len(t), round(timing.Pct(t, 50)), round(timing.Pct(t, 99)), round(t[0]), round(singleCPU[l]/time.Duration(len(t))))
+		fmt.Printf("%s, %d in flight (%d): %.0f executions/s (%.2f of the goal); CPU %s per execution\n",
+			l, *inFlight, count[l], rate, rate/goal, round(cpu[l]/time.Duration(count[l])))
+	}
+}
+
+// run runs the language's program on p and checks its result.
+func run(p *sandbox.Pool, l string) {
+	x, err := p.Run(context.Background(), []byte(programs[l]), "-")
+	if err != nil || x.Error != nil || x.ExitCode != 0 || string(x.Result) != "1" {
+		fail(fmt.Errorf("%s pool: %w %+v", l, err, x))
+	}
+}
+
+// cpuTime is this process's CPU time so far, with its reaped children's (the
+// jails' processes, and what they reaped).
+func cpuTime() time.Duration {
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
