@@ -14,11 +14,32 @@ const lockedSecurebits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
 	1<<5 | // SECBIT_KEEP_CAPS_LOCKED (keep_caps stays off)
 	1<<6 | 1<<7 // SECBIT_NO_CAP_AMBIENT_RAISE, _LOCKED
 
-// dropPrivileges leaves this thread with no capability in any set, locked
-// securebits, no_new_privs, the sandbox uid/gid and the jail's rlimits. The
-// order matters: securebits and the bounding set need CAP_SETPCAP, which the
-// uid change then removes.
+// dropPrivileges is the exec stage's (rootless only, see startStage): it
+// leaves this thread with no capability in any set, locked securebits,
+// no_new_privs and the jail's rlimits. The nested user namespace init made
+// for it already made it the sandbox user.
 func dropPrivileges(s *Spec) error {
+	if err := setLimits(s); err != nil {
+		return err
+	}
+	if err := lockCaps(); err != nil {
+		return err
+	}
+	if err := clearCaps(); err != nil {
+		return fmt.Errorf("clearing capabilities: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	if unix.Getuid() != SandboxUID || unix.Getgid() != SandboxUID {
+		return fmt.Errorf("still uid %d gid %d after dropping privileges", unix.Getuid(), unix.Getgid())
+	}
+	return nil
+}
+
+// setLimits sets the jail's rlimits, which are the process's: the
+// command's process inherits them.
+func setLimits(s *Spec) error {
 	limits := []struct {
 		res int
 		max uint64
@@ -31,6 +52,12 @@ func dropPrivileges(s *Spec) error {
 			return fmt.Errorf("setrlimit(%d): %w", l.res, err)
 		}
 	}
+	return nil
+}
+
+// lockCaps locks this thread's securebits and empties its bounding and
+// ambient sets, which take CAP_SETPCAP: before anything else goes.
+func lockCaps() error {
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, lockedSecurebits, 0, 0, 0); err != nil {
 		return fmt.Errorf("locking securebits: %w", err)
 	}
@@ -46,38 +73,31 @@ func dropPrivileges(s *Spec) error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
 	}
-	if !s.Rootless {
-		// Raw syscalls change this thread only, which is the one that execs
-		// the command; Go's wrappers would stop every thread to change all.
-		for _, c := range []struct {
-			name       string
-			nr, a0, a1 uintptr
-		}{
-			{"setgroups", unix.SYS_SETGROUPS, 0, 0},
-			{"setresgid", unix.SYS_SETRESGID, SandboxUID, SandboxUID},
-			{"setresuid", unix.SYS_SETRESUID, SandboxUID, SandboxUID},
-		} {
-			if _, _, errno := unix.RawSyscall(c.nr, c.a0, c.a1, c.a1); errno != 0 {
-				return fmt.Errorf("%s: %w", c.name, errno)
-			}
-		}
+	return nil
+}
+
+// setIDs sets this thread's real, effective and saved gid and uid (-1 keeps
+// one), gid first: raw syscalls, which change this thread only, where Go's
+// wrappers would change every thread of the process.
+func setIDs(rgid, egid, sgid, ruid, euid, suid int) error {
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(rgid), uintptr(egid), uintptr(sgid)); errno != 0 {
+		return fmt.Errorf("setresgid: %w", errno)
 	}
-	if err := clearCaps(); err != nil {
-		return fmt.Errorf("clearing capabilities: %w", err)
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("setting no_new_privs: %w", err)
-	}
-	if unix.Getuid() != SandboxUID || unix.Getgid() != SandboxUID {
-		return fmt.Errorf("still uid %d gid %d after dropping privileges", unix.Getuid(), unix.Getgid())
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(ruid), uintptr(euid), uintptr(suid)); errno != 0 {
+		return fmt.Errorf("setresuid: %w", errno)
 	}
 	return nil
 }
 
-// clearCaps empties the effective, permitted and inheritable sets.
-func clearCaps() error {
+// clearCaps empties the effective, permitted and inheritable sets, but for
+// keep, left effective and permitted.
+func clearCaps(keep ...int) error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
+	for _, c := range keep {
+		data[c/32].Effective |= 1 << (c % 32)
+		data[c/32].Permitted |= 1 << (c % 32)
+	}
 	return unix.Capset(&hdr, &data[0])
 }
 

@@ -130,62 +130,15 @@ func initMain() int {
 		return fail("network", "bringing up lo: %v", err)
 	}
 
-	files := []uintptr{0, 1, 2, fdCtrl, 0} // stdio, the control socket, the spec pipe
-	if s.ResultFD > 0 {
-		files = append(files, uintptr(s.ResultFD))
-		s.ResultFD = fdResult
-	}
-	if s.ToolsFD > 0 {
-		if len(files) == fdResult {
-			files = append(files, ^uintptr(0)) // -1: nothing at fdResult
-		}
-		files = append(files, uintptr(s.ToolsFD))
-		s.ToolsFD = fdTools
-	}
-	s.Files = nil // written already; the exec stage need not read them again
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fail("init", "encoding the spec: %v", err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return fail("init", "pipe: %v", err)
-	}
-	files[fdSpec] = r.Fd()
-	attr := &syscall.ProcAttr{
-		Env:   os.Environ(), // the supervisor's childEnv, nothing of its own
-		Files: files,
-		Sys: &syscall.SysProcAttr{
-			Setsid:    true, // no controlling terminal: TIOCSTI has nothing to reach
-			Pdeathsig: syscall.SIGKILL,
-		},
-	}
+	resultFD := s.ResultFD // init's copy of the command's result pipe
+	var pid, code int
 	if s.Rootless {
-		// Only one uid was mapped into the jail (ours, as 0). Give the command
-		// a nested user namespace in which it is SandboxUID, not root.
-		attr.Sys.Cloneflags = unix.CLONE_NEWUSER
-		attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: SandboxUID, HostID: 0, Size: 1}}
-		attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: SandboxUID, HostID: 0, Size: 1}}
-		// As uid 1000 it would lose every capability on execve, including
-		// CAP_SETPCAP, which it needs to lock securebits and empty the
-		// bounding set; carry that one across as ambient. It drops it itself.
-		attr.Sys.AmbientCaps = []uintptr{unix.CAP_SETPCAP}
+		pid, code = startStage(s)
+	} else {
+		pid, code = startCommand(s)
 	}
-	// syscall.ForkExec rather than os/exec: init waits with wait4 itself, and
-	// os/exec would spend a test fork probing pidfd support.
-	pid, err := syscall.ForkExec("/proc/self/exe", []string{ArgExec}, attr)
-	if err != nil {
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			return failWith(cloneError(errno, "the command's process"))
-		}
-		return fail("init", "starting the command's process: %v", err)
-	}
-	r.Close()
-	_, werr := w.Write(b)
-	w.Close()
-	if werr != nil {
-		return fail("init", "handing over the spec: %v", werr)
+	if pid == 0 {
+		return code
 	}
 	// Init keeps no copy of the command's outputs: they end as soon as the
 	// command, and whatever it started, has closed them, and the supervisor
@@ -195,8 +148,8 @@ func initMain() int {
 			_ = unix.Dup3(null, fd, 0)
 		}
 		unix.Close(null)
-		if len(files) > fdResult && files[fdResult] != ^uintptr(0) {
-			unix.Close(int(files[fdResult]))
+		if resultFD > 0 {
+			unix.Close(resultFD)
 		}
 	}
 
@@ -222,8 +175,9 @@ func initMain() int {
 	}
 }
 
-// execMain turns this process into the command: drop every privilege, apply
-// Landlock and seccomp, execve. It returns only after reporting an error.
+// execMain is a rootless jail's exec stage (see startStage): it turns this
+// process into the command: drop every privilege, apply Landlock and
+// seccomp, execve. It returns only after reporting an error.
 func execMain() {
 	s, err := readSpec()
 	if err != nil {
@@ -312,7 +266,9 @@ func lookPath(name, pathList string) (string, error) {
 			dir = "."
 		}
 		p := path.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && unix.Access(p, unix.X_OK) == nil {
+		// With the effective ids, which are the sandbox user's where
+		// startCommand looks.
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS) == nil {
 			return p, nil
 		}
 	}
@@ -367,4 +323,68 @@ func envValue(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// startStage starts the exec stage of a rootless jail, this binary again
+// (execMain), in a nested user namespace where it is the sandbox user: the
+// one uid mapped into the jail is init's, so the command's cannot be set
+// as startCommand sets it. It returns the stage's pid, or 0 and init's exit
+// code once it has reported why it could not start.
+func startStage(s *Spec) (pid, code int) {
+	files := []uintptr{0, 1, 2, fdCtrl, 0} // stdio, the control socket, the spec pipe
+	if s.ResultFD > 0 {
+		files = append(files, uintptr(s.ResultFD))
+		s.ResultFD = fdResult
+	}
+	if s.ToolsFD > 0 {
+		if len(files) == fdResult {
+			files = append(files, ^uintptr(0)) // -1: nothing at fdResult
+		}
+		files = append(files, uintptr(s.ToolsFD))
+		s.ToolsFD = fdTools
+	}
+	s.Files = nil // written already; the exec stage need not read them again
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 0, fail("init", "encoding the spec: %v", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, fail("init", "pipe: %v", err)
+	}
+	files[fdSpec] = r.Fd()
+	attr := &syscall.ProcAttr{
+		Env:   os.Environ(), // the supervisor's childEnv, nothing of its own
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			Setsid:    true, // no controlling terminal: TIOCSTI has nothing to reach
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	// Only one uid was mapped into the jail (ours, as 0). Give the command
+	// a nested user namespace in which it is SandboxUID, not root.
+	attr.Sys.Cloneflags = unix.CLONE_NEWUSER
+	attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: SandboxUID, HostID: 0, Size: 1}}
+	attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: SandboxUID, HostID: 0, Size: 1}}
+	// As uid 1000 it would lose every capability on execve, including
+	// CAP_SETPCAP, which it needs to lock securebits and empty the
+	// bounding set; carry that one across as ambient. It drops it itself.
+	attr.Sys.AmbientCaps = []uintptr{unix.CAP_SETPCAP}
+	// syscall.ForkExec rather than os/exec: init waits with wait4 itself, and
+	// os/exec would spend a test fork probing pidfd support.
+	pid, err = syscall.ForkExec("/proc/self/exe", []string{ArgExec}, attr)
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return 0, failWith(cloneError(errno, "the command's process"))
+		}
+		return 0, fail("init", "starting the command's process: %v", err)
+	}
+	r.Close()
+	_, werr := w.Write(b)
+	w.Close()
+	if werr != nil {
+		return 0, fail("init", "handing over the spec: %v", werr)
+	}
+	return pid, 0
 }

@@ -1,0 +1,151 @@
+package child
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+
+	"github.com/cruciblehq/crucible/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// startCommand starts the command's process straight from init, with no
+// Go process of its own in between (the exec stage, which rootless jails
+// still need; see startStage): a thread of init takes from itself what the
+// command must not have, then forks it, and the command's process inherits
+// the thread's state, as a fork does: the rlimits, locked securebits, empty
+// bounding and ambient sets, no_new_privs, the Landlock domain and the
+// seccomp filter. On its way to exec, the child becomes the sandbox user,
+// with Go's own credential change between fork and exec; the kernel then
+// clears the two capabilities the thread kept for it (setuid and setgid),
+// since securebits leave its setuid fixup on. So the command runs exactly
+// as it would from the exec stage.
+//
+// The thread's real and saved ids stay init's throughout: no process of
+// the command can signal it, and it ends once the command is started, with
+// what is left of its privileges. It returns the command's pid, or 0 and
+// init's exit code once it has reported why the command did not start.
+func startCommand(s *Spec) (pid, code int) {
+	done := make(chan [2]int, 1)
+	go func() {
+		// Never unlocked: the goroutine's end ends its thread, whose
+		// privileges are no longer init's. (Not the main thread, which
+		// initMain holds locked: Go would keep that one.)
+		runtime.LockOSThread()
+		pid, code := forkCommand(s)
+		done <- [2]int{pid, code}
+	}()
+	r := <-done
+	return r[0], r[1]
+}
+
+func forkCommand(s *Spec) (int, int) {
+	if err := setLimits(s); err != nil {
+		return 0, fail("capabilities", "%v", err)
+	}
+	if err := lockCaps(); err != nil {
+		return 0, fail("capabilities", "%v", err)
+	}
+	if err := clearCaps(unix.CAP_SETUID, unix.CAP_SETGID); err != nil {
+		return 0, fail("capabilities", "clearing capabilities: %v", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fail("capabilities", "setting no_new_privs: %v", err)
+	}
+
+	// The command's file and working directory, as the sandbox user finds
+	// them: with its effective ids, for a moment.
+	if err := setIDs(-1, SandboxUID, -1, -1, SandboxUID, -1); err != nil {
+		return 0, fail("capabilities", "%v", err)
+	}
+	// What goes wrong from here on is the command's own (a name not found,
+	// a directory missing) and is reported as a shell would, on its stderr,
+	// with the shell's exit codes.
+	path, err := lookPath(s.Args[0], envValue(s.Env, "PATH"))
+	if err != nil {
+		return commandFailed(127, "%s: %v", s.Args[0], err)
+	}
+	if err := unix.Chdir(s.Dir); err != nil { // init's too: it has no use for its own
+		return commandFailed(126, "working directory %s: %v", s.Dir, err)
+	}
+	if err := setIDs(-1, 0, -1, -1, 0, -1); err != nil {
+		return 0, fail("capabilities", "%v", err)
+	}
+
+	if err := restrictFS(); err != nil {
+		if !s.LandlockMay || !errors.Is(err, errLandlockUnavailable) {
+			return 0, fail(LayerLandlock, "%v", err)
+		}
+		_ = send(Msg{Degraded: LayerLandlock}, -1)
+	}
+	// Init passes nothing on but what Files names: every other descriptor
+	// (the control socket first) closes on the command's exec.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return 0, fail("init", "close_range: %v", err)
+	}
+	prog, err := DecodeFilter(s.Filter)
+	if err != nil {
+		return 0, fail("seccomp", "%v", err)
+	}
+	listener, err := seccomp.Install(prog, seccomp.NewListener)
+	if err != nil && s.NotifyMayFail {
+		_ = send(Msg{Degraded: LayerSeccompNotify}, -1)
+		listener, err = seccomp.Install(errnoInsteadOfNotify(prog), 0)
+	}
+	if err != nil {
+		return 0, fail("seccomp", "installing the filter: %v", err)
+	}
+	if listener >= 0 {
+		err := send(Msg{Listener: true}, listener)
+		unix.Close(listener)
+		if err != nil {
+			return 0, fail("seccomp", "%v", err)
+		}
+	}
+
+	// The result pipe becomes the command's fd 3, the tools socket its fd 4.
+	files := []uintptr{0, 1, 2}
+	if s.ResultFD > 0 {
+		files = append(files, uintptr(s.ResultFD))
+	}
+	if s.ToolsFD > 0 {
+		if len(files) == 3 {
+			files = append(files, ^uintptr(0)) // -1: nothing at fd 3
+		}
+		files = append(files, uintptr(s.ToolsFD))
+	}
+	pid, err := syscall.ForkExec(path, s.Args, &syscall.ProcAttr{
+		Env:   s.Env,
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			Setsid:     true, // no controlling terminal: TIOCSTI has nothing to reach
+			Credential: &syscall.Credential{Uid: SandboxUID, Gid: SandboxUID, Groups: []uint32{}},
+			// No Pdeathsig: it would fire as this thread ends. The command
+			// dies with init all the same, as everything in its pid
+			// namespace does.
+		},
+	})
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return pid, 0
+	case errors.Is(err, unix.ENOENT):
+		// The program, or the interpreter or loader it names, is not in
+		// the jail, which has only the host's /usr and what is bound.
+		return commandFailed(127, "%s: not found in the jail (it sees the host's /usr and the paths bound into it)", s.Args[0])
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ENOMEM):
+		errors.As(err, &errno)
+		return 0, failWith(cloneError(errno, "the command's process"))
+	}
+	return commandFailed(126, "%s: %v", s.Args[0], err)
+}
+
+// commandFailed reports, as a shell would, that the command could not
+// start: a message on its stderr, and the shell's exit code as its own.
+func commandFailed(code int, format string, args ...any) (int, int) {
+	fmt.Fprintf(os.Stderr, "crucible: "+format+"\n", args...)
+	_ = send(Msg{Exit: &ExitStatus{Code: code}}, -1)
+	return 0, code
+}
