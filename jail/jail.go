@@ -4,9 +4,10 @@
 // Landlock and a seccomp filter; cgroup and rlimit bounds. The whole process
 // tree dies with the execution.
 //
-// The jail is entered by re-executing the current binary: main (and TestMain)
-// must call [Hook] first thing. The child side reads its settings from an
-// inherited socket and sends its errors back to the supervisor as data.
+// The jail is entered by re-executing the current binary, whose child side
+// (package jail/internal/child) runs from that package's init, before the
+// binary's other packages initialize. It reads its settings from an
+// inherited pipe and sends its errors back to the supervisor as data.
 //
 // This package knows nothing of the config file, the MCP server or the network
 // policy; the sandbox package turns the user's config into a [Spec].
@@ -158,9 +159,10 @@ type Result struct {
 }
 
 // MinPids is the smallest Spec.Pids the jail can run under. The pids limit
-// counts the jail's own processes too: init, and the stage that execs the
-// command, both Go programs with a few threads each, hold up to 10 tasks
-// at once (measured; see TestPidsFloor); the rest is margin. A lower
+// counts the jail's own processes too: init, a Go program with a few
+// threads (and, rootless, the stage that execs the command, another),
+// holds up to 10 tasks at once (measured; see TestPidsFloor); the rest is
+// margin. A lower
 // non-zero limit is refused with a SetupError of LayerPids rather than let
 // the jail's own runtime fail to start a thread.
 const MinPids = 16

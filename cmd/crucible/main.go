@@ -12,7 +12,9 @@ import (
 )
 
 func main() {
-	// The jail's child processes are this binary; they never return from here.
+	// The engine's worker is this binary, and never returns from here. (The
+	// jail's own processes are this binary too, entered before main: see
+	// package jail/internal/child.)
 	sandbox.Hook()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
