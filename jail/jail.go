@@ -162,9 +162,8 @@ type Result struct {
 // counts the jail's own processes too: init, a Go program with a few
 // threads (and, rootless, the stage that execs the command, another),
 // holds up to 10 tasks at once (measured; see TestPidsFloor); the rest is
-// margin. A lower
-// non-zero limit is refused with a SetupError of LayerPids rather than let
-// the jail's own runtime fail to start a thread.
+// margin. A lower non-zero limit is refused with a SetupError of LayerPids
+// rather than let the jail's own runtime fail to start a thread.
 const MinPids = 16
 
 // SetupError says that a layer of the jail could not be set up. Its Error
