@@ -272,7 +272,14 @@ func (r *Runtime) loadModule(_ *quickjs.VM, name string) (string, error) {
 // run runs the program and its event loop to the end.
 func (r *Runtime) run(ctx context.Context, p *program) *lang.Outcome {
 	r.prog = p
-	stop := context.AfterFunc(ctx, r.vm.Interrupt)
+	// Each call from Go into the engine starts by clearing a pending
+	// interrupt (quickjs' VM.Interrupt), so one interrupt is lost when the
+	// deadline falls between two calls (while esbuild loads a module, or
+	// between a timer and the next): once ctx is done, interrupt again and
+	// again until the program has stopped.
+	ended := make(chan struct{})
+	defer close(ended)
+	stop := interruptAfter(ctx, r.vm.Interrupt, ended)
 	defer stop()
 	err := r.call("run", r.prog.name)
 	for err == nil {
@@ -299,6 +306,27 @@ func (r *Runtime) run(ctx context.Context, p *program) *lang.Outcome {
 		return &lang.Outcome{Error: &lang.Error{Name: "Error", Message: "the program's top-level await never settled: it waits for something that nothing will do"}}
 	}
 	return r.outcome
+}
+
+// interruptEvery is how often a program past its deadline is interrupted
+// again, until it stops.
+const interruptEvery = 5 * time.Millisecond
+
+// interruptAfter calls interrupt once ctx is done, and again every
+// interruptEvery until ended is closed.
+func interruptAfter(ctx context.Context, interrupt func(), ended <-chan struct{}) (stop func() bool) {
+	return context.AfterFunc(ctx, func() {
+		t := time.NewTicker(interruptEvery)
+		defer t.Stop()
+		for {
+			interrupt()
+			select {
+			case <-ended:
+				return
+			case <-t.C:
+			}
+		}
+	})
 }
 
 // wait runs the next thing to happen: a finished task, else a due timer,

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,5 +116,39 @@ func TestNeverSettles(t *testing.T) {
 	out, _ := run(t, "await new Promise(() => {});\nreturn 1", false, Options{})
 	if out.Error == nil || !strings.Contains(out.Error.Message, "never settled") {
 		t.Errorf("%s %+v", out.Result, out.Error)
+	}
+}
+
+// A deadline that passes while the engine is not running JavaScript
+// (between two calls into it) must still stop the program. Each call from
+// Go into the engine clears a pending interrupt, so one interrupt alone
+// can be lost (it was, once, under the race detector on a loaded machine:
+// TestDeadline's catastrophic regexp then ran for ten minutes): once the
+// deadline has passed, the program is interrupted again and again until it
+// stops.
+func TestInterruptRepeats(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	var n atomic.Int32
+	stop := interruptAfter(ctx, func() { n.Add(1) }, ended)
+	defer stop()
+	time.Sleep(10 * interruptEvery)
+	if n.Load() != 0 {
+		t.Fatal("interrupted before the deadline")
+	}
+	cancel()
+	deadline := time.Now().Add(time.Minute)
+	for n.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("interrupted %d times in a minute past the deadline", n.Load())
+		}
+		time.Sleep(interruptEvery)
+	}
+	close(ended)
+	time.Sleep(2 * time.Second) // the last interrupt may be under way
+	after := n.Load()
+	time.Sleep(time.Second)
+	if n.Load() != after {
+		t.Error("still interrupting after the program ended")
 	}
 }
