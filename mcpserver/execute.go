@@ -111,7 +111,8 @@ func (s *Server) executeHandler(stateless bool) mcp.ToolHandlerFor[executeIn, *e
 }
 
 func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in executeIn, stateless bool) (*executeOut, error) {
-	file, ok := languages[cmp.Or(in.Language, "ts")]
+	language := cmp.Or(in.Language, "ts")
+	file, ok := languages[language]
 	switch {
 	case !ok:
 		return nil, fmt.Errorf("language %q: want ts, js, py or deno", truncate(in.Language, 16))
@@ -124,74 +125,32 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	if err := s.rate.allow(client); err != nil {
 		return nil, err
 	}
-	// A session's executions end with it; a request's with the request.
 	var se *session
 	if !stateless {
 		se = s.sessionOf(req.Session)
-		var cancel context.CancelFunc
-		ctx, cancel = joinContext(ctx, se.ctx)
-		defer cancel()
-	} else {
-		var cancel context.CancelFunc
-		ctx, cancel = joinContext(ctx, s.ctx)
-		defer cancel()
 	}
-	if done := s.requestDone(req); done != nil {
-		// The HTTP request that asked is gone: nobody will read the answer.
-		var cancel context.CancelFunc
-		ctx, cancel = joinDone(ctx, done)
-		defer cancel()
-	}
+	ctx, cancel := s.executionContext(ctx, req, se)
+	defer cancel()
 	ws, err := s.reuse(in.Workspace, client, se)
 	if err != nil {
 		return nil, err
 	}
-	if ws != nil {
-		defer s.spaces.release(ws)
-	}
 	if err := s.gate.enter(ctx); err != nil {
+		if ws != nil {
+			s.spaces.release(ws)
+		}
 		return nil, err
 	}
 	defer s.gate.leave()
 
-	language := cmp.Or(in.Language, "ts")
 	stop := s.progress(ctx, req)
-	var res *sandbox.Result
-	handle := ""
-	if ws != nil {
-		handle = ws.handle
-	}
-	if warm := s.sessionPool(se, ws, language); warm != nil {
-		// The session's workspace, bound in a jail built for it.
-		res, _, err = warm.RunIn(ctx, []byte(in.Code), file)
-	} else if pool := s.pools[language]; ws == nil && pool != nil {
-		// A fresh workspace: a warm jail has one ready.
-		var dir string
-		res, dir, err = pool.RunIn(ctx, []byte(in.Code), file)
-		if dir != "" {
-			if w, err2 := s.spaces.adopt(dir, client); err2 == nil {
-				ws = w
-				defer s.spaces.release(w)
-				s.own(se, w)
-				handle = w.handle
-			} else {
-				_ = os.RemoveAll(dir) // the server is closing
-			}
-		}
-	} else {
-		if ws == nil {
-			if ws, err = s.spaces.create(client); err != nil {
-				stop()
-				return nil, s.runError(err)
-			}
-			defer s.spaces.release(ws)
-			s.own(se, ws)
-			handle = ws.handle
-		}
-		res, err = s.runIn(ctx, ws.dir, language, in.Code, file)
-	}
+	res, ws, err := s.runProgram(ctx, se, ws, client, language, in.Code, file)
 	stop()
-	if se != nil && ws != nil {
+	if ws == nil {
+		return nil, s.runError(cmp.Or(err, errors.New("no workspace")))
+	}
+	defer s.spaces.release(ws)
+	if se != nil && ws.handle == s.sessionHandle(se) {
 		s.keepWarm(se, ws.dir)
 	}
 	if err != nil {
@@ -200,7 +159,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	out := &executeOut{
 		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
 		Result: res.Result, Violations: res.Violations, ToolCalls: res.ToolCalls,
-		DurationMS: res.DurationMS, Workspace: handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
+		DurationMS: res.DurationMS, Workspace: ws.handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
 		Network: res.Network,
 	}
 	if len(out.Result) == 0 {
@@ -212,6 +171,68 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	return out, nil
 }
 
+// executionContext is the context an execution runs in: a session's
+// executions end with it, a stateless one with the server, and any with
+// the HTTP request that asked for it (when it is gone, nobody will read
+// the answer).
+func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest, se *session) (context.Context, context.CancelFunc) {
+	owner := s.ctx
+	if se != nil {
+		owner = se.ctx
+	}
+	ctx, cancel := joinContext(ctx, owner)
+	if done := s.requestDone(req); done != nil {
+		var cancel2 context.CancelFunc
+		ctx, cancel2 = joinDone(ctx, done)
+		return ctx, func() {
+			cancel2()
+			cancel()
+		}
+	}
+	return ctx, cancel
+}
+
+// runProgram runs the program in the jail that suits its workspace ws (nil:
+// it needs a fresh one): the session's warm jail for its workspace, a warm
+// jail of the pools with a fresh one, else a new jail. It returns the
+// workspace the program ran in, in use (the caller releases it), or nil if
+// there is none.
+func (s *Server) runProgram(ctx context.Context, se *session, ws *workspace, client, language, code, file string) (*sandbox.Result, *workspace, error) {
+	if warm := s.sessionPool(se, ws, language); warm != nil {
+		res, _, err := warm.RunIn(ctx, []byte(code), file)
+		return res, ws, err
+	}
+	if pool := s.pools[language]; ws == nil && pool != nil {
+		res, dir, err := pool.RunIn(ctx, []byte(code), file)
+		if dir == "" {
+			return nil, nil, err
+		}
+		ws, aerr := s.spaces.adopt(dir, client)
+		if aerr != nil {
+			_ = os.RemoveAll(dir) // the server is closing
+			return nil, nil, cmp.Or(err, aerr)
+		}
+		s.own(se, ws)
+		return res, ws, err
+	}
+	if ws == nil {
+		var err error
+		if ws, err = s.spaces.create(client); err != nil {
+			return nil, nil, err
+		}
+		s.own(se, ws)
+	}
+	res, err := s.runIn(ctx, ws.dir, language, code, file)
+	return res, ws, err
+}
+
+// sessionHandle is the handle of se's workspace, "" before it has one.
+func (s *Server) sessionHandle(se *session) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return se.handle
+}
+
 // reuse finds the workspace an execution runs in, if it is not a fresh
 // one: the handle given, else its session's.
 func (s *Server) reuse(handle, client string, se *session) (*workspace, error) {
@@ -221,9 +242,7 @@ func (s *Server) reuse(handle, client string, se *session) (*workspace, error) {
 	if se == nil {
 		return nil, nil
 	}
-	s.mu.Lock()
-	h := se.handle
-	s.mu.Unlock()
+	h := s.sessionHandle(se)
 	if h == "" {
 		return nil, nil
 	}
