@@ -32,18 +32,43 @@ var (
 // with the interpreter at python (a host path; under /usr it is already in
 // the jail, elsewhere it is bound read-only).
 func Program(src []byte, file, python string) *lang.Program {
+	p := runnerProgram(python, "--", displayName(file))
+	p.Main, p.Files[Main] = Main, src
+	return p
+}
+
+// WarmProgram is the runner with the interpreter at python, readied (its
+// imports done), waiting for its [Job] on stdin: the program of a warm
+// jail. The jail's timeout, which starts when the job is sent, stops it.
+func WarmProgram(python string) *lang.Program {
+	return runnerProgram(python, "--warm")
+}
+
+// runnerProgram runs the runner, with args.
+func runnerProgram(python string, args ...string) *lang.Program {
 	p := &lang.Program{
 		Lang: lang.Python,
-		Main: Main,
 		// -u: unbuffered, so output interleaves as written; -B: the jail's
 		// root is read-only, no .pyc to write.
-		Args:  []string{python, "-I", "-B", "-u", runner, displayName(file)},
-		Files: map[string][]byte{Main: src, runner: runnerSource, module: moduleSource},
+		Args:  append([]string{python, "-I", "-B", "-u", runner}, args...),
+		Files: map[string][]byte{runner: runnerSource, module: moduleSource},
 	}
 	if !underUsr(python) {
 		p.ReadOnly = []string{python}
 	}
 	return p
+}
+
+// Job is what a warm runner reads on stdin: the program, as Program would
+// run it.
+type Job struct {
+	Source []byte `json:"source"` // the exact bytes (base64): a coding comment may name another encoding than UTF-8
+	Name   string `json:"name"`   // as tracebacks show it
+}
+
+// NewJob is src's job, named like file as Program would name it.
+func NewJob(src []byte, file string) *Job {
+	return &Job{Source: src, Name: displayName(file)}
 }
 
 // displayName is the program's name in tracebacks: its file's base name

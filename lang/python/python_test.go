@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,9 +15,9 @@ import (
 	"github.com/cruciblehq/crucible/lang"
 )
 
-// runHere runs p with the host's python3 outside any jail: its files go
-// under a temporary directory instead of /crucible/python.
-func runHere(t *testing.T, p *lang.Program) (code int, stderr string, out *lang.Outcome) {
+// runHere runs p with the host's python3 outside any jail, with stdin: its
+// files go under a temporary directory instead of /crucible/python.
+func runHere(t *testing.T, p *lang.Program, stdin []byte) (code int, stderr string, out *lang.Outcome) {
 	t.Helper()
 	root := t.TempDir()
 	for path, data := range p.Files {
@@ -40,7 +42,7 @@ func runHere(t *testing.T, p *lang.Program) (code int, stderr string, out *lang.
 	defer rr.Close()
 	var errb bytes.Buffer
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stderr, cmd.ExtraFiles = &errb, []*os.File{rw}
+	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = bytes.NewReader(stdin), &errb, []*os.File{rw}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,12 @@ func TestTracebackNames(t *testing.T) {
 		{"import traceback\ntry:\n    1/0\nexcept ZeroDivisionError:\n    traceback.print_exc()\nraise KeyError(1)\n", "-", "KeyError",
 			[]string{`File "<stdin>", line 3, in <module>`, `File "<stdin>", line 6, in <module>`}},
 	} {
-		code, stderr, out := runHere(t, Program([]byte(tc.src), tc.file, python))
+		code, stderr, out := runHere(t, Program([]byte(tc.src), tc.file, python), nil)
+		// A warm runner, given the same program as its job, says the same.
+		wcode, wstderr, wout := runHere(t, WarmProgram(python), input(t, []byte(tc.src), tc.file))
+		if wcode != code || wstderr != stderr || !reflect.DeepEqual(wout, out) {
+			t.Errorf("%q: cold: exit %d, %+v\n%s\nwarm: exit %d, %+v\n%s", tc.src, code, out.Error, stderr, wcode, wout.Error, wstderr)
+		}
 		if code != 1 || out.Error == nil || out.Error.Name != tc.name {
 			t.Errorf("%q: exit %d, error %+v\n%s", tc.src, code, out.Error, stderr)
 			continue
@@ -93,6 +100,59 @@ func TestTracebackNames(t *testing.T) {
 		}
 		if strings.Contains(out.Error.Stack, "run.py") || strings.Contains(out.Error.Stack, "runpy") {
 			t.Errorf("%q: the runner shows in the stack:\n%s", tc.src, out.Error.Stack)
+		}
+	}
+}
+
+// input is what the registered language hands a warm runner for src.
+func input(t *testing.T, src []byte, file string) []byte {
+	t.Helper()
+	l, ok := lang.Lookup(lang.Python)
+	if !ok || l.Warm == nil {
+		t.Fatal("python registers no warm worker")
+	}
+	b, err := l.Warm.Input(src, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A warm runner runs its job as the cold one runs main.py: as __main__,
+// named like its file, byte for byte (a coding comment's encoding too), its
+// result crucible.result, its exit code its own.
+func TestWarm(t *testing.T) {
+	python := testenv.NeedTool(t, "python3")
+	l, _ := lang.Lookup(lang.Python)
+	if w := l.Warm.Program(lang.Settings{Python: python}); w.Main != "" || w.Files[Main] != nil || !slices.Contains(w.Args, "--warm") {
+		t.Errorf("the warm worker holds a program already: %+v", w)
+	}
+	latin1 := append([]byte("# -*- coding: latin-1 -*-\nimport crucible\ncrucible.result = '"), 0xe9, '\'', '\n')
+	for _, tc := range []struct {
+		src  []byte
+		file string
+		code int
+		want string
+	}{
+		{[]byte("import crucible, sys\ncrucible.result = [__name__, sys.argv, __file__.endswith('" + Main + "')]\n"), "/home/u/job.py", 0,
+			`["__main__", ["job.py"], true]`},
+		{latin1, "-", 0, `"\u00e9"`},
+		{[]byte("import crucible\ncrucible.result = 2\nraise SystemExit(3)\n"), "x.py", 3, "2"},
+	} {
+		code, stderr, out := runHere(t, Program(tc.src, tc.file, python), nil)
+		if code != tc.code || string(out.Result) != tc.want || out.Error != nil {
+			t.Errorf("cold %q: exit %d, %s %+v\n%s", tc.src, code, out.Result, out.Error, stderr)
+		}
+		code, stderr, out = runHere(t, WarmProgram(python), input(t, tc.src, tc.file))
+		if code != tc.code || string(out.Result) != tc.want || out.Error != nil {
+			t.Errorf("warm %q: exit %d, %s %+v\n%s", tc.src, code, out.Result, out.Error, stderr)
+		}
+	}
+	// A job that is not one is reported, not run.
+	for _, bad := range []string{"", "{", `{"source": "!!", "name": "x.py"}`, `{"name": "x.py"}`} {
+		code, _, out := runHere(t, WarmProgram(python), []byte(bad))
+		if code != 1 || out.Error == nil || out.Error.Name != "CrucibleError" || !strings.HasPrefix(out.Error.Message, "reading the job: ") {
+			t.Errorf("job %q: exit %d, %+v", bad, code, out.Error)
 		}
 	}
 }

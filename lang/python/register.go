@@ -1,6 +1,7 @@
 package python
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -23,6 +24,15 @@ func init() {
 			return Program(src, file, s.Python), nil
 		},
 		Check: check,
+		Warm: &lang.Warm{
+			// A missing interpreter fails each warm jail as it starts, and
+			// its execution with it: Program's check is not there to say
+			// why, but `crucible doctor` is.
+			Program: func(s lang.Settings) *lang.Program { return WarmProgram(s.Python) },
+			Input: func(src []byte, file string) ([]byte, error) {
+				return json.Marshal(NewJob(src, file))
+			},
+		},
 	})
 }
 
