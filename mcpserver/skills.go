@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -27,8 +28,12 @@ import (
 // tools save_skill and delete_skill change them.
 
 // skillName is a skill's file name: a short lowercase name and the
-// extension of its language.
-var skillName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}\.(ts|js|py)$`)
+// extension of its language. Compiled on first use: a {0,63} repeat is
+// ~100 KB of program, and every process of this binary would otherwise pay
+// for it at start.
+const skillNamePattern = `^[a-z][a-z0-9_]{0,63}\.(ts|js|py)$`
+
+var skillName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(skillNamePattern) })
 
 // maxSkill bounds one skill's source.
 const maxSkill = 256 << 10
@@ -46,7 +51,7 @@ func listSkills(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		if e.Type().IsRegular() && skillName.MatchString(e.Name()) {
+		if e.Type().IsRegular() && skillName().MatchString(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
@@ -67,7 +72,7 @@ func skillDescription(src []byte) string {
 
 // readSkill reads skill name of dir, not following a link at its name.
 func readSkill(dir, name string) ([]byte, error) {
-	if !skillName.MatchString(name) {
+	if !skillName().MatchString(name) {
 		return nil, fmt.Errorf("%q is not a skill name", truncate(name, 80))
 	}
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
@@ -135,7 +140,7 @@ type deleteSkillIn struct {
 	Name string `json:"name"`
 }
 
-var nameSchema = &jsonschema.Schema{Type: "string", Pattern: skillName.String(),
+var nameSchema = &jsonschema.Schema{Type: "string", Pattern: skillNamePattern,
 	Description: `The skill's file name: lowercase letters, digits and _, and .ts, .js or .py (e.g. "fetch_issues.ts").`}
 
 func saveSkillTool() *mcp.Tool {
@@ -173,7 +178,7 @@ func deleteSkillTool() *mcp.Tool {
 func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
 	desc := strings.TrimSpace(in.Description)
 	switch {
-	case !skillName.MatchString(in.Name):
+	case !skillName().MatchString(in.Name):
 		return nil, nil, fmt.Errorf("name %q: want lowercase letters, digits and _, then .ts, .js or .py", truncate(in.Name, 80))
 	case len(in.Code) > maxSkill:
 		return nil, nil, fmt.Errorf("code is larger than %d KiB", maxSkill>>10)
@@ -199,7 +204,7 @@ func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveS
 }
 
 func (s *Server) deleteSkill(_ context.Context, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
-	if !skillName.MatchString(in.Name) {
+	if !skillName().MatchString(in.Name) {
 		return nil, nil, fmt.Errorf("name %q is not a skill name", truncate(in.Name, 80))
 	}
 	if err := os.Remove(filepath.Join(s.cfg.Serve.Skills, in.Name)); err != nil {
