@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/jail"
+	"golang.org/x/sys/unix"
+)
+
+// pyPool is a pool of Python workers with cfg, the default one if nil,
+// closed at the test's end.
+func pyPool(t *testing.T, cfg *config.Config, o PoolOptions) *Pool {
+	t.Helper()
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	if unix.Access(cfg.Runtimes.Python, unix.X_OK) != nil {
+		testenv.Missing(t, "needs python3 at runtimes.python (apt-get install python3)")
+	}
+	p, err := NewPool(cfg, "py", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close) // also after a test's own Close: a second one does nothing
+	return p
+}
+
+// Python programs, one after another on a pool of 2: each runs in a jail of
+// its own (nothing another left in /tmp or in the interpreter), as __main__,
+// its result crucible.result; an uncaught error names the program's own
+// line; an execution that outlives the timeout, counted from its arrival
+// (the jail waited longer than that), is killed like any other.
+func TestPoolPython(t *testing.T) {
+	cfg := config.Default()
+	cfg.Sandbox.Timeout = config.Duration(time.Second)
+	p := pyPool(t, cfg, PoolOptions{Size: 2})
+	for i := range 4 {
+		src := fmt.Sprintf(`import crucible, os
+fresh = crucible.result is None and not os.path.exists("/tmp/mark")
+open("/tmp/mark", "w").close()
+print("n", %d)
+crucible.result = {"n": %d * 2, "fresh": fresh, "main": __name__}
+`, i, i)
+		x, err := p.Run(context.Background(), []byte(src), "-")
+		if err != nil || x.Error != nil || x.ExitCode != 0 || x.Stdout != fmt.Sprintf("n %d\n", i) ||
+			string(x.Result) != fmt.Sprintf(`{"n": %d, "fresh": true, "main": "__main__"}`, 2*i) {
+			t.Fatalf("execution %d: %v %+v", i, err, x)
+		}
+	}
+
+	x, err := p.Run(context.Background(), []byte("x = 1\n\ndef f():\n    raise ValueError('boom')\n\nf()\n"), "/home/u/job.py")
+	if err != nil || x.ExitCode != 1 || x.Error == nil || x.Error.Name != "ValueError" || x.Error.Message != "boom" ||
+		!strings.Contains(x.Error.Stack, `File "job.py", line 4, in f`) || !strings.Contains(x.Stderr, `File "job.py", line 6, in <module>`) ||
+		strings.Contains(x.Error.Stack, "run.py") {
+		t.Errorf("uncaught error: %v %+v", err, x)
+	}
+
+	for p.Stats().Ready < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(1200 * time.Millisecond) // longer than the timeout
+	start := time.Now()
+	x, err = p.Run(context.Background(), []byte("print('start')\nwhile True:\n    pass\n"), "-")
+	if err != nil || x.ExitCode != jail.ExitTimeout || x.Stdout != "start\n" || !strings.Contains(strings.Join(x.LimitsHit, ","), "timeout") {
+		t.Errorf("busy loop: %v %+v", err, x)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("the busy loop was stopped after %s, before its timeout of 1s: the jail's wait was counted", d)
+	}
+	if st := p.Stats(); st.Failed != 0 || st.Warm == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	p.Close()
+	if procs, cgroups := children(), cgroupsOf(os.Getpid()); len(procs) != 0 || len(cgroups) != 0 {
+		t.Errorf("left behind after Close: processes %q, cgroups %q", procs, cgroups)
+	}
+}
+
+// A pooled Python program calls tools over its own channel.
+func TestPoolPythonTools(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	node := testenv.NeedTool(t, "node")
+	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(main); err != nil {
+		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
+	}
+	cfg, err := config.Parse([]byte("servers:\n  ev:\n    command: "+node+"\n    args: ["+main+"]\ntools: {max_calls: 1}\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := NewTools(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tools.Close) // after the pool's
+	p := pyPool(t, cfg, PoolOptions{Size: 2, Tools: tools})
+	for i := range 2 {
+		// Each execution has its own session: its one call is allowed.
+		src := fmt.Sprintf(`import crucible
+r = [crucible.tools.ev.echo(message="%d")]
+try:
+    crucible.tools.ev.echo()
+except crucible.ToolError as e:
+    r.append(e.kind)
+crucible.result = r
+`, i)
+		x, err := p.Run(context.Background(), []byte(src), "main.py")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`["Echo: %d", "limit"]`, i); string(x.Result) != want || len(x.Violations) != 1 {
+			t.Errorf("execution %d: %s, want %s; %+v", i, x.Result, want, x)
+		}
+	}
+}
