@@ -3,14 +3,16 @@ package apis
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // maxSection bounds what full detail shows of one Markdown section.
 const maxSection = 8 << 10
 
+// Compiled on first use, not by every process of the binary at its start.
 var (
-	heading  = regexp.MustCompile(`^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$`)
-	endpoint = regexp.MustCompile(`^(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(/\S*)`)
+	heading  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$`) })
+	endpoint = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(/\S*)`) })
 )
 
 // parseMarkdown splits a Markdown file into sections at its headings (ATX,
@@ -30,7 +32,7 @@ func parseMarkdown(b []byte) *digest {
 			title = "(introduction)"
 		}
 		e := &Entry{Section: title, detail: clip(text, maxSection)}
-		if m := endpoint.FindStringSubmatch(title); m != nil {
+		if m := endpoint().FindStringSubmatch(title); m != nil {
 			e.Method, e.Path = m[1], m[2]
 		}
 		e.words = newFields(sectionWeights, title, e.Method+" "+e.Path, text)
@@ -47,7 +49,7 @@ func parseMarkdown(b []byte) *digest {
 		case strings.HasPrefix(t, "```"), strings.HasPrefix(t, "~~~"):
 			fence = t[:3]
 		default:
-			if m := heading.FindStringSubmatch(line); m != nil {
+			if m := heading().FindStringSubmatch(line); m != nil {
 				flush()
 				title, body = m[2], nil
 			}

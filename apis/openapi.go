@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -113,7 +114,8 @@ type (
 	}
 )
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+// Compiled on first use, not by every process of the binary at its start.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // parseOpenAPI digests an OpenAPI 3.x or Swagger 2.0 document. Its errors
 // say where, never what the file holds.
@@ -131,7 +133,7 @@ func parseOpenAPI(b []byte) (*digest, error) {
 	} else {
 		var te *yaml.TypeError
 		if err := yaml.Unmarshal(b, &doc); err != nil && !errors.As(err, &te) {
-			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 				return nil, fmt.Errorf("is not valid YAML (line %s)", m[1])
 			}
 			return nil, errors.New("is not valid YAML or JSON")

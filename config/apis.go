@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // API is an HTTP API the code may call, described for the model and
@@ -38,9 +39,10 @@ type APIRule struct {
 	Deny  string `yaml:"deny,omitempty"`
 }
 
+// Compiled on first use, not by every process of the binary at its start.
 var (
-	httpMethod  = regexp.MustCompile(`^(\*|[A-Z]+)$`)
-	pathPattern = regexp.MustCompile(`^/[A-Za-z0-9\-._~!$&'()*+,;=:@%/{}]*$`)
+	httpMethod  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\*|[A-Z]+)$`) })
+	pathPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z0-9\-._~!$&'()*+,;=:@%/{}]*$`) })
 )
 
 // ParseAPIRule splits a rule's text into its method and path pattern.
@@ -48,9 +50,9 @@ func ParseAPIRule(text string) (method, pattern string, err error) {
 	method, pattern, ok := strings.Cut(strings.TrimSpace(text), " ")
 	pattern = strings.TrimSpace(pattern)
 	switch {
-	case !ok || !httpMethod.MatchString(method):
+	case !ok || !httpMethod().MatchString(method):
 		return "", "", fmt.Errorf("%s is not METHOD /path (e.g. \"GET /repos/**\" or \"* /admin/**\")", quote(text))
-	case !pathPattern.MatchString(pattern):
+	case !pathPattern().MatchString(pattern):
 		return "", "", fmt.Errorf("%s: the path must start with / and hold no spaces, query or fragment", quote(text))
 	case strings.Contains(strings.TrimSuffix(pattern, "/**"), "**"):
 		return "", "", fmt.Errorf("%s: ** is only allowed as the last segment (/**)", quote(text))
@@ -62,7 +64,7 @@ func (c *Config) validateAPIs() error {
 	for _, name := range slices.Sorted(maps.Keys(c.APIs)) {
 		a := c.APIs[name]
 		at := mapPath("apis", name)
-		if !identifier.MatchString(name) {
+		if !identifier().MatchString(name) {
 			return fieldErrorf(at, "the name must be an identifier: letters, digits and _, not starting with a digit")
 		}
 		if len(a.Description) > 2000 {

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -267,14 +268,15 @@ const (
 	maxToolBytes = 64 * MiB
 )
 
+// Compiled on first use, not by every process of the binary at its start.
 var (
-	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	identifier = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	headerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") })
 )
 
 func validateServer(name string, s *Server) error {
 	at := mapPath("servers", name)
-	if !identifier.MatchString(name) {
+	if !identifier().MatchString(name) {
 		return fieldErrorf(at, "the name must be an identifier: letters, digits and _, not starting with a digit")
 	}
 	key := func(k string) string { return at + "." + k }
@@ -298,7 +300,7 @@ func validateServer(name string, s *Server) error {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-			if !headerName.MatchString(k) {
+			if !headerName().MatchString(k) {
 				return fieldErrorf(mapPath(key("headers"), k), "not a valid header name")
 			}
 			// The value is not quoted: it may well be a credential.
@@ -316,7 +318,7 @@ func validateServer(name string, s *Server) error {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-			if !envName.MatchString(k) {
+			if !envName().MatchString(k) {
 				return fieldErrorf(mapPath(key("env"), k), "not a valid variable name (letters, digits and _, not starting with a digit)")
 			}
 			if strings.Contains(s.Env[k], "\x00") {
@@ -631,7 +633,7 @@ func (r *Runtimes) validate() error {
 	return nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func (s *Sandbox) validate() error {
 	if s.Timeout <= 0 || time.Duration(s.Timeout) > maxTimeout {
@@ -662,7 +664,7 @@ func (s *Sandbox) validate() error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		path := mapPath("sandbox.env", k)
-		if !envName.MatchString(k) {
+		if !envName().MatchString(k) {
 			return fieldErrorf(path, "not a valid variable name (letters, digits and _, not starting with a digit)")
 		}
 		// The value is not quoted: it may well be a credential.

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -104,12 +105,13 @@ func (d *decoder) decode(data []byte, c *Config) error {
 	return d.value(doc.Content[0], reflect.ValueOf(c).Elem(), "")
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line ([0-9]+): (.*)$`)
+// Compiled on first use, not by every process of the binary at its start.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line ([0-9]+): (.*)$`) })
 
 // syntaxError rewrites "yaml: line 3: ..." as "name:3: ...".
 func (d *decoder) syntaxError(err error) error {
 	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		return fmt.Errorf("%s:%s: %s", d.name, m[1], m[2])
 	}
 	return fmt.Errorf("%s: %s", d.name, strings.TrimPrefix(msg, "yaml: "))

@@ -32,7 +32,7 @@ func (c *Config) validateSecrets() error {
 	for _, name := range slices.Sorted(maps.Keys(c.Secrets)) {
 		s := c.Secrets[name]
 		at := mapPath("secrets", name)
-		if !envName.MatchString(name) {
+		if !envName().MatchString(name) {
 			return fieldErrorf(at, "the name must be an environment variable name: letters, digits and _, not starting with a digit")
 		}
 		if _, ok := defaultEnvNames[name]; ok {
@@ -42,7 +42,7 @@ func (c *Config) validateSecrets() error {
 			return fieldErrorf(at, "%s is also set in sandbox.env; a variable is one or the other", quote(name))
 		}
 		switch kind, arg := s.Source(); {
-		case kind == "env" && envName.MatchString(arg):
+		case kind == "env" && envName().MatchString(arg):
 		case kind == "file" && arg != "" && !strings.Contains(arg, "\x00") && filepath.IsAbs(arg):
 		default:
 			// Not quoted: it may be the value itself, written by mistake.

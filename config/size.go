@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ByteSize is a number of bytes.
@@ -39,7 +40,8 @@ const (
 )
 
 var (
-	sizeSyntax = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) *([A-Za-z]*)$`)
+	// Compiled on first use, not by every process of the binary at its start.
+	sizeSyntax = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) *([A-Za-z]*)$`) })
 
 	sizeUnits = map[string]ByteSize{
 		"": 1, "b": 1,
@@ -64,7 +66,7 @@ func ParseByteSize(s string) (ByteSize, error) {
 	if strings.HasPrefix(t, "-") {
 		return 0, fmt.Errorf("%s is negative", quote(s))
 	}
-	m := sizeSyntax.FindStringSubmatch(t)
+	m := sizeSyntax().FindStringSubmatch(t)
 	if m == nil {
 		return 0, fmt.Errorf("%s is not a size (use e.g. 512MiB)", quote(s))
 	}

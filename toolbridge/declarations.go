@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // reserved are the words that cannot name a server or a tool in the code:
@@ -32,15 +33,16 @@ var reserved = func() map[string]bool {
 // named after.
 var toolsFunctions = []string{"call", "list", "resource", "apis"}
 
+// Compiled on first use, not by every process of the binary at its start.
 var (
-	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	propName   = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`) // written bare in an object type
+	identifier = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	propName   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`) }) // written bare in an object type
 )
 
 // ServerNameOK reports why name cannot name a server in the code, or "".
 func ServerNameOK(name string) string {
 	switch {
-	case !identifier.MatchString(name):
+	case !identifier().MatchString(name):
 		return "must be an identifier: letters, digits and _, not starting with a digit"
 	case reserved[name]:
 		return "is a reserved word in JavaScript or Python"
@@ -62,7 +64,7 @@ func JSNames(tools []string) map[string]string {
 	out := make(map[string]string, len(names))
 	used := map[string]bool{}
 	for _, n := range names {
-		if identifier.MatchString(n) && !reserved[n] {
+		if identifier().MatchString(n) && !reserved[n] {
 			out[n], used[n] = n, true
 		}
 	}
@@ -291,7 +293,7 @@ func objectType(s map[string]any, indent string, depth int) string {
 			}
 		}
 		key := name
-		if !propName.MatchString(name) {
+		if !propName().MatchString(name) {
 			key = jsonText(name)
 		}
 		opt := "?"

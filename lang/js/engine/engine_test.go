@@ -122,7 +122,7 @@ func TestErrorLines(t *testing.T) {
 func checkLines(t *testing.T, src, stack string) {
 	t.Helper()
 	lines := strings.Count(strings.TrimRight(src, "\n"), "\n") + 1
-	for _, m := range framePos.FindAllStringSubmatch(stack, -1) {
+	for _, m := range framePos().FindAllStringSubmatch(stack, -1) {
 		if n, _ := strconv.Atoi(m[2]); n < 1 || n > lines {
 			t.Errorf("%q: line %d of %d in the stack:\n%s", src, n, lines, stack)
 		}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/evanw/esbuild/pkg/api"
 
@@ -35,7 +36,7 @@ type program struct {
 func transpile(src, name string, ts bool) (*program, *lang.Error) {
 	p, serr := transform(scriptPrefix+src+scriptSuffix, name, ts)
 	if serr == nil {
-		p.skip, p.lines = 1, len(lineBreak.FindAllStringIndex(src, -1))+1
+		p.skip, p.lines = 1, len(lineBreak().FindAllStringIndex(src, -1))+1
 		return p, nil
 	}
 	p, merr := transform(src, name, ts)
@@ -61,14 +62,15 @@ type parseError struct {
 }
 
 // lineBreak is JavaScript's line terminators, by which esbuild counts lines.
-var lineBreak = regexp.MustCompile("\r\n|[\r\n\u2028\u2029]")
+// Compiled on first use, not by every process of the binary at its start.
+var lineBreak = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("\r\n|[\r\n\u2028\u2029]") })
 
 // clamp moves a position past the source's last line that holds anything
 // (the end of the file, after blank lines) to the end of that line, where
 // the user looks for what is missing.
 func (e *parseError) clamp(src string) {
 	text := strings.TrimRight(src, " \t\r\n\u2028\u2029")
-	breaks := lineBreak.FindAllStringIndex(text, -1)
+	breaks := lineBreak().FindAllStringIndex(text, -1)
 	last, start := len(breaks)+1, 0
 	if len(breaks) > 0 {
 		start = breaks[len(breaks)-1][1]
@@ -121,7 +123,7 @@ func transform(code, name string, ts bool) (*program, *parseError) {
 }
 
 // framePos finds the positions in a stack frame: "name:line:col".
-var framePos = regexp.MustCompile(`([^\s()]+):(\d+):(\d+)`)
+var framePos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([^\s()]+):(\d+):(\d+)`) })
 
 // mapStack rewrites an engine stack trace in the user's terms: positions in
 // the program map to the source's lines, and frames of Crucible's own code
@@ -129,7 +131,7 @@ var framePos = regexp.MustCompile(`([^\s()]+):(\d+):(\d+)`)
 func (p *program) mapStack(stack string) string {
 	var out []string
 	for _, l := range strings.Split(strings.TrimRight(stack, "\n"), "\n") {
-		m := framePos.FindStringSubmatchIndex(l)
+		m := framePos().FindStringSubmatchIndex(l)
 		if m == nil {
 			if strings.TrimSpace(l) != "" && !strings.Contains(l, "<") {
 				out = append(out, l) // "at <anonymous>" and such carry no position

@@ -19,10 +19,10 @@ func FuzzTranspile(f *testing.F) {
 		f.Add(s, true)
 	}
 	f.Fuzz(func(t *testing.T, src string, ts bool) {
-		lines := len(lineBreak.FindAllStringIndex(src, -1)) + 1
+		lines := len(lineBreak().FindAllStringIndex(src, -1)) + 1
 		p, err := transpile(src, "main.js", ts)
 		if err != nil {
-			if m := framePos.FindStringSubmatch(err.Stack); m != nil {
+			if m := framePos().FindStringSubmatch(err.Stack); m != nil {
 				if n, _ := strconv.Atoi(m[2]); n < 1 || n > lines {
 					t.Fatalf("%q: %s at line %d of %d", src, err.Message, n, lines)
 				}
@@ -34,7 +34,7 @@ func FuzzTranspile(f *testing.F) {
 		for l := 1; l <= strings.Count(p.code, "\n")+1; l++ {
 			stack.WriteString("    at f (" + position("main.js", l, 1) + ")\n    at g (" + position("main.js", l, 1000) + ")\n")
 		}
-		for _, m := range framePos.FindAllStringSubmatch(p.mapStack(stack.String()), -1) {
+		for _, m := range framePos().FindAllStringSubmatch(p.mapStack(stack.String()), -1) {
 			if n, _ := strconv.Atoi(m[2]); n < 1 || n > lines {
 				t.Fatalf("%q: a frame at line %d of %d", src, n, lines)
 			}
