@@ -8,8 +8,8 @@
 # run.py --warm: a warm jail's worker; it imports all it needs, then waits
 # for its job on stdin ({"source": base64, "name": NAME}, sent when the
 # work arrives) and runs it the same way.
-import base64
 import builtins
+import gc
 import json
 import linecache
 import os
@@ -24,6 +24,12 @@ sys.path.insert(0, os.path.join(HERE, "lib"))
 if os.path.isdir("/skills"):
     sys.path.append("/skills")
 import crucible  # noqa: E402
+
+# What is here now is the runner's, and lives until the end: the collector
+# need not look at it again, not even at the exit, whose last collections
+# would otherwise take most of a warm execution's time (3 ms of 5 here).
+# The program's own objects are collected as they would be.
+gc.freeze()
 
 
 def report(text):
@@ -77,6 +83,8 @@ def main(source, name):
 
 
 def job():
+    import base64  # here: the cold runner has no use for it
+
     # Exactly the program's bytes (base64): a source in another encoding,
     # declared by a coding comment, compiles as it would from a file.
     try:
