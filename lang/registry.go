@@ -46,7 +46,16 @@ type Warm struct {
 	// Input is the worker's stdin that hands it src, a program named like
 	// file.
 	Input func(src []byte, file string) ([]byte, error)
+	// SaysReady: the worker writes ReadyMark on fd 3, before its outcome,
+	// once it is ready and waits for its job, so that a pool hands work to
+	// the jails that can start it at once. Without it, a jail counts as
+	// ready as soon as it is started.
+	SaysReady bool
 }
+
+// ReadyMark is what a worker that SaysReady writes first on fd 3: a
+// newline, which a reader of the outcome's JSON would skip anyway.
+const ReadyMark = '\n'
 
 // Default is the language of a program whose file names none.
 const Default = TypeScript

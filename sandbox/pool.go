@@ -64,10 +64,13 @@ type PoolOptions struct {
 
 // PoolStats say what a pool has done, for metrics.
 type PoolStats struct {
-	Ready    int   `json:"ready"`     // jails waiting for work now
+	// Ready counts the jails that can run a program now: their worker
+	// waits for it with its engine warmed (for a language whose worker
+	// says so, lang.Warm.SaysReady; else once they are started).
+	Ready    int   `json:"ready"`
 	InFlight int   `json:"in_flight"` // executions running now
 	Warm     int64 `json:"warm"`      // executions that found a jail ready
-	Cold     int64 `json:"cold"`      // ... that had to wait for one to be built
+	Cold     int64 `json:"cold"`      // ... that had to wait for one to be built, or to finish starting
 	Expired  int64 `json:"expired"`   // ready jails destroyed unused, past Idle
 	Failed   int64 `json:"failed"`    // jails that could not be built
 }
@@ -84,6 +87,7 @@ type warmJail struct {
 	x      *execution
 	born   time.Time
 	begin  chan struct{} // closed when its work arrives: its timeout starts
+	ready  chan struct{} // closed when its worker waits for work, warmed
 	stdin  *io.PipeWriter
 	cancel context.CancelFunc
 
@@ -188,21 +192,37 @@ func (p *Pool) take() (*warmJail, error) {
 		return nil, ErrPoolClosed
 	}
 	p.wg.Add(1)
-	for len(p.ready) > 0 {
-		w := p.ready[0]
-		p.ready = p.ready[1:]
+	// A jail that is ready first, else the oldest still starting: it is
+	// the nearest to ready.
+	pick := -1
+	keep := p.ready[:0]
+	for _, w := range p.ready {
 		select {
 		case <-w.ended: // it could not be built, or died: its error is counted
 			w.cancel()
 			w.unused()
 			continue
 		default:
-			p.stats.warm.Add(1)
-			return w, nil
 		}
+		if pick < 0 && w.isReady() {
+			pick = len(keep)
+		}
+		keep = append(keep, w)
 	}
-	p.stats.cold.Add(1)
-	return p.start(), nil
+	p.ready = keep
+	if len(p.ready) == 0 {
+		p.stats.cold.Add(1)
+		return p.start(), nil
+	}
+	if pick < 0 {
+		pick = 0
+		p.stats.cold.Add(1)
+	} else {
+		p.stats.warm.Add(1)
+	}
+	w := p.ready[pick]
+	p.ready = append(p.ready[:pick], p.ready[pick+1:]...)
+	return w, nil
 }
 
 // refill builds jails in the background until Size are ready or coming.
@@ -230,9 +250,14 @@ func (p *Pool) refill() {
 func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
 	r, wr := io.Pipe()
-	w := &warmJail{born: time.Now(), begin: make(chan struct{}), stdin: wr, cancel: cancel,
+	w := &warmJail{born: time.Now(), begin: make(chan struct{}), ready: make(chan struct{}), stdin: wr, cancel: cancel,
 		ended: make(chan struct{}), done: make(chan struct{})}
 	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
+	if p.lang.Warm.SaysReady {
+		w.x.spec.Result = &readyMark{w: w.x.spec.Result, ready: w.ready}
+	} else {
+		close(w.ready)
+	}
 	w.x.spec.Begin = w.begin
 	if p.o.Workspace != nil && w.x.err == nil {
 		w.dir, w.discard, w.x.err = p.o.Workspace()
@@ -301,7 +326,12 @@ func (p *Pool) expire() {
 // Stats reports the pool's state and counts.
 func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
-	ready := len(p.ready)
+	ready := 0
+	for _, w := range p.ready {
+		if w.isReady() {
+			ready++
+		}
+	}
 	p.mu.Unlock()
 	return PoolStats{
 		Ready: ready, InFlight: len(p.slots),
@@ -323,6 +353,44 @@ func (p *Pool) Close() {
 	for _, w := range ready {
 		w.unused()
 	}
+}
+
+// isReady says whether the jail's worker waits for work, warmed, now.
+func (w *warmJail) isReady() bool {
+	select {
+	case <-w.ended:
+		return false
+	case <-w.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// readyMark passes the worker's fd 3 on, but for its first byte if that is
+// lang.ReadyMark, which closes ready instead. Its writes come from one
+// goroutine, the jail's copy of fd 3.
+type readyMark struct {
+	w     io.Writer
+	ready chan struct{}
+	seen  bool
+}
+
+func (m *readyMark) Write(b []byte) (int, error) {
+	n := len(b)
+	if !m.seen && n > 0 {
+		m.seen = true
+		if b[0] == lang.ReadyMark {
+			close(m.ready)
+			b = b[1:]
+		}
+	}
+	if len(b) > 0 {
+		if _, err := m.w.Write(b); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // unused discards the workspace of a jail that no execution took, once the

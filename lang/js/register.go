@@ -29,6 +29,7 @@ func init() {
 				Input: func(src []byte, file string) ([]byte, error) {
 					return json.Marshal(NewJob(src, file, l.ts))
 				},
+				SaysReady: true,
 			},
 		})
 	}

@@ -80,9 +80,13 @@ func Main(args []string) int {
 		HTTP:   httpClient(),
 		Tools:  toolsChannel(),
 	}
+	// fd 3 is the result channel; without one (run by hand) it is closed
+	// and writes to it fail, which is fine. One File for the process: a
+	// second's finalizer would close the first's descriptor.
+	result := os.NewFile(3, "result")
 	var out *lang.Outcome
 	if *warm {
-		out, start = warmRun(o, *timeout)
+		out, start = warmRun(o, *timeout, result)
 	} else {
 		src, err := os.ReadFile(fs.Arg(0))
 		if err != nil {
@@ -94,10 +98,7 @@ func Main(args []string) int {
 		cancel()
 	}
 	if b, err := json.Marshal(out); err == nil {
-		// fd 3 is the result channel; without one (run by hand) it is closed
-		// and the write fails, which is fine.
-		r := os.NewFile(3, "result")
-		_, _ = r.Write(b)
+		_, _ = result.Write(b)
 	}
 	if out.Error != nil {
 		printError(out.Error)
@@ -120,12 +121,13 @@ func Main(args []string) int {
 
 // warmRun readies an engine, then runs the job that arrives on stdin; its
 // arrival starts the timeout.
-func warmRun(o engine.Options, timeout time.Duration) (*lang.Outcome, time.Time) {
+func warmRun(o engine.Options, timeout time.Duration, result *os.File) (*lang.Outcome, time.Time) {
 	rt, err := engine.New(o)
 	if err != nil {
 		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}, time.Now()
 	}
 	engine.WarmUp()
+	_, _ = result.Write([]byte{lang.ReadyMark}) // see lang.Warm.SaysReady
 	var job js.Job
 	b, err := io.ReadAll(io.LimitReader(os.Stdin, maxJob))
 	if err == nil {
