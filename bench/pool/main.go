@@ -5,9 +5,10 @@
 // an idle, full pool, then back to back), and a burst with 8 in flight
 // (throughput), so that drift in the machine's speed hits all alike. The
 // capacity goal is half of what the cores could do if each jail cost
-// bubblewrap's CPU time: 0.5 × cores ÷ CPU per run. A language without a
-// warm pool (one whose worker cannot wait for its program) is named and
-// skipped.
+// bubblewrap's CPU time: 0.5 × cores ÷ CPU per run. With -crucible, each
+// round also runs the same programs cold, `crucible run --lang L -` with
+// that binary, one at a time. A language without a warm pool (one whose
+// worker cannot wait for its program) is named and skipped.
 package main
 
 import (
@@ -50,6 +51,7 @@ func main() {
 	idle := flag.Duration("idle", 30*time.Millisecond, "pause before each execution on an idle pool")
 	size := flag.Int("size", 4, "jails kept ready by the burst's pool")
 	langs := flag.String("lang", "ts,py", "languages to try, comma-separated")
+	crucible := flag.String("crucible", "", "a crucible binary, to time cold `crucible run` too")
 	flag.Parse()
 
 	cfg := config.Default()
@@ -83,6 +85,7 @@ func main() {
 	spent := map[string]time.Duration{}     // wall time of the bursts
 	cpu := map[string]time.Duration{}       // this process's CPU in them, its children's included
 	singleCPU := map[string]time.Duration{} // ... in the one-at-a-time batches
+	cold := map[string][]time.Duration{}    // crucible run, with -crucible
 	for range *rounds {
 		for range *bw {
 			start := time.Now()
@@ -114,6 +117,14 @@ func main() {
 				lat[l] = append(lat[l], time.Since(start))
 			}
 			singleCPU[l] += cpuTime() - c0
+
+			if *crucible != "" {
+				for range *single {
+					start := time.Now()
+					runCold(*crucible, l)
+					cold[l] = append(cold[l], time.Since(start))
+				}
+			}
 
 			p = ps[l].burst
 			for p.Stats().Ready < *size { // each burst starts from a full pool
@@ -150,6 +161,11 @@ func main() {
 			l, len(t), round(timing.Pct(t, 50)), round(timing.Pct(t, 99)), round(t[0]), round(singleCPU[l]/time.Duration(len(t))))
 		fmt.Printf("%s, %d in flight (%d): %.0f executions/s (%.2f of the goal); CPU %s per execution\n",
 			l, *inFlight, count[l], rate, rate/goal, round(cpu[l]/time.Duration(count[l])))
+		if t = cold[l]; len(t) > 0 {
+			slices.Sort(t)
+			fmt.Printf("%s, cold `crucible run` (%d): p50 %s, p99 %s, min %s\n",
+				l, len(t), round(timing.Pct(t, 50)), round(timing.Pct(t, 99)), round(t[0]))
+		}
 	}
 }
 
@@ -158,6 +174,17 @@ func run(p *sandbox.Pool, l string) {
 	x, err := p.Run(context.Background(), []byte(programs[l]), "-")
 	if err != nil || x.Error != nil || x.ExitCode != 0 || string(x.Result) != "1" {
 		fail(fmt.Errorf("%s pool: %w %+v", l, err, x))
+	}
+}
+
+// runCold runs the language's program with `crucible run`, in a jail of its
+// own, and checks its result.
+func runCold(crucible, l string) {
+	c := exec.Command(crucible, "run", "--json", "--lang", l, "-")
+	c.Stdin = strings.NewReader(programs[l])
+	out, err := c.Output()
+	if err != nil || !strings.Contains(string(out), `"result":1`) {
+		fail(fmt.Errorf("%s: crucible run: %w %s", l, err, out))
 	}
 }
 
