@@ -55,6 +55,9 @@ func runHere(t *testing.T, p *lang.Program, stdin []byte) (code int, stderr stri
 	} else if err != nil {
 		t.Fatal(err)
 	}
+	if slices.Contains(p.Args, "--warm") && !bytes.HasPrefix(report.Bytes(), []byte{lang.ReadyMark}) {
+		t.Errorf("the warm runner did not say it waits: %q", report.String())
+	}
 	out, err = lang.ParseOutcome(report.Bytes())
 	if err != nil {
 		t.Fatalf("%v: %q", err, report.String())

@@ -32,6 +32,7 @@ func init() {
 			Input: func(src []byte, file string) ([]byte, error) {
 				return json.Marshal(NewJob(src, file))
 			},
+			SaysReady: true, // run.py's job()
 		},
 	})
 }
