@@ -151,7 +151,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	}
 	defer s.spaces.release(ws)
 	if se != nil && ws.handle == s.sessionHandle(se) {
-		s.keepWarm(se, ws.dir)
+		s.keepWarm(se, ws.dir, language)
 	}
 	if err != nil {
 		return nil, s.runError(err)
@@ -267,35 +267,36 @@ func (s *Server) own(se *session, ws *workspace) {
 
 // sessionPool is the session's warm jail for ws, if the program can use it.
 func (s *Server) sessionPool(se *session, ws *workspace, language string) *sandbox.Pool {
-	if se == nil || ws == nil || language != "ts" {
+	if se == nil || ws == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if se.warmDir != ws.dir {
+	if se.warmDir != ws.dir || se.warmLang != language {
 		return nil
 	}
 	return se.warm
 }
 
 // keepWarm readies a jail with the session's workspace dir for its next
-// execution (when the server keeps warm jails at all).
-func (s *Server) keepWarm(se *session, dir string) {
-	if s.cfg.Serve.Pool == 0 || se.ctx.Err() != nil {
+// execution, taken to be in language, like its last (when the server keeps
+// warm jails of that language at all).
+func (s *Server) keepWarm(se *session, dir, language string) {
+	if s.pools[language] == nil || se.ctx.Err() != nil {
 		return
 	}
 	s.mu.Lock()
-	if se.warmDir == dir && se.warm != nil {
+	if se.warmDir == dir && se.warmLang == language && se.warm != nil {
 		s.mu.Unlock()
 		return
 	}
 	old := se.warm
-	se.warm, se.warmDir = nil, dir
+	se.warm, se.warmDir, se.warmLang = nil, dir, language
 	s.mu.Unlock()
 	if old != nil {
 		old.Close()
 	}
-	p, err := sandbox.NewPool(s.cfg, "ts", sandbox.PoolOptions{
+	p, err := sandbox.NewPool(s.cfg, language, sandbox.PoolOptions{
 		Size: 1, Idle: sessionIdle, InFlight: s.cfg.Serve.MaxConcurrent,
 		Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills,
 		// The session's workspace: the session deletes it, not the pool.
@@ -306,7 +307,7 @@ func (s *Server) keepWarm(se *session, dir string) {
 		return
 	}
 	s.mu.Lock()
-	if se.ctx.Err() != nil || se.warmDir != dir || se.warm != nil {
+	if se.ctx.Err() != nil || se.warmDir != dir || se.warmLang != language || se.warm != nil {
 		s.mu.Unlock()
 		p.Close() // the session ended, or moved on, meanwhile
 		return

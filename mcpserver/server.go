@@ -82,16 +82,17 @@ type session struct {
 	handle string   // the workspace its executions share
 	made   []string // every workspace made for it, deleted with it
 	// warm keeps a jail ready with the session's workspace (warmDir)
-	// bound, for its next TypeScript execution: only a fresh workspace
-	// can come from the server's pools.
-	warm    *sandbox.Pool
-	warmDir string
+	// bound, for its next execution in the language of its last
+	// (warmLang): only a fresh workspace can come from the server's pools.
+	warm     *sandbox.Pool
+	warmDir  string
+	warmLang string
 	cancel  context.CancelFunc
 	ctx     context.Context // ends the session's executions
 }
 
 // poolLanguages are the languages whose programs can wait in a warm jail.
-var poolLanguages = []string{"ts", "js"}
+var poolLanguages = []string{"ts", "js", "py"}
 
 // poolIdle is how long a warm jail waits for work before it is replaced;
 // sessionIdle, how long a session's own one waits (each session that ran
@@ -138,6 +139,12 @@ func New(o Options) (*Server, error) {
 	s.pools = map[string]*sandbox.Pool{}
 	if sv.Pool > 0 {
 		for _, l := range poolLanguages {
+			if _, err := sandbox.Program(o.Config, l, nil, "-"); err != nil {
+				// Its runtime is missing (python3): its jails would never
+				// be ready. Its programs run in new jails, which say why.
+				log.Warn("no warm jails for a language", "language", l, "error", err)
+				continue
+			}
 			p, err := sandbox.NewPool(o.Config, l, sandbox.PoolOptions{
 				Size: sv.Pool, Idle: poolIdle, InFlight: sv.MaxConcurrent,
 				Audit: o.Audit, Tools: o.Tools, Secrets: o.Secrets,

@@ -588,10 +588,24 @@ func TestSessionWarm(t *testing.T) {
 	if st := warm().Stats(); st.Warm+st.Cold != 2 || st.Warm == 0 {
 		t.Errorf("the session's pool served %+v; want both later executions, the first warm", st)
 	}
-	// A Python program of the session runs in a new jail, same workspace.
+	// A Python program of the session runs in a new jail, same workspace;
+	// the session's next jail is then a Python one.
 	_, out := execute(t, cs, map[string]any{"language": "py", "code": "print(open('n.txt').read())"})
 	if out == nil || out.Stdout != "3\n" {
-		t.Errorf("python in the session: %+v", out)
+		t.Fatalf("python in the session: %+v", out)
+	}
+	for p := warm(); p == nil || p.Stats().Ready == 0; p = warm() {
+		if time.Now().After(deadline.Add(time.Minute)) {
+			t.Fatal("the session's Python jail was not readied")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, out = execute(t, cs, map[string]any{"language": "py", "code": "import crucible\ncrucible.result = open('n.txt').read()"})
+	if out == nil || string(out.Result) != `"3"` {
+		t.Errorf("python again in the session: %+v", out)
+	}
+	if st := warm().Stats(); st.Warm != 1 {
+		t.Errorf("the session's Python pool served %+v; want one warm execution", st)
 	}
 }
 

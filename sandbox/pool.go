@@ -106,7 +106,7 @@ type warmJail struct {
 }
 
 // NewPool starts a pool of jails that wait for programs in the language
-// named (one that can wait: the embedded engine's ts and js), with cfg, and
+// named (one that can wait: the embedded engine's ts and js, and py), with cfg, and
 // fills it.
 func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) {
 	l, err := lookup(language)
