@@ -87,8 +87,8 @@ type session struct {
 	warm     *sandbox.Pool
 	warmDir  string
 	warmLang string
-	cancel  context.CancelFunc
-	ctx     context.Context // ends the session's executions
+	cancel   context.CancelFunc
+	ctx      context.Context // ends the session's executions
 }
 
 // poolLanguages are the languages whose programs can wait in a warm jail.
