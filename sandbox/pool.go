@@ -106,8 +106,8 @@ type warmJail struct {
 }
 
 // NewPool starts a pool of jails that wait for programs in the language
-// named (one that can wait: the embedded engine's ts and js, and py), with cfg, and
-// fills it.
+// named (one that can wait: the embedded engine's ts and js, and py), with
+// cfg, and fills it.
 func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) {
 	l, err := lookup(language)
 	if err != nil {
