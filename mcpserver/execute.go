@@ -420,17 +420,19 @@ func summary(o *executeOut) string {
 		fmt.Fprintf(&b, " (limits hit: %s)", strings.Join(o.LimitsHit, ", "))
 	}
 	b.WriteString("\n")
+	// What the program wrote is quoted, each line behind "| ", so that no
+	// line of it can pass for one of ours ("refused: ...", "workspace: ...").
 	if string(o.Result) != "null" {
-		fmt.Fprintf(&b, "result: %s\n", truncate(string(o.Result), maxText))
+		b.WriteString("result:\n" + quoteLines(truncate(string(o.Result), maxText)))
 	}
 	if o.Error != nil {
-		fmt.Fprintf(&b, "error: %s: %s\n", o.Error.Name, truncate(o.Error.Message, maxText))
+		b.WriteString("error:\n" + quoteLines(truncate(o.Error.Name+": "+o.Error.Message, maxText)))
 	}
 	if o.Stdout != "" {
-		fmt.Fprintf(&b, "stdout:\n%s\n", truncate(o.Stdout, maxText))
+		b.WriteString("stdout:\n" + quoteLines(truncate(o.Stdout, maxText)))
 	}
 	if o.Stderr != "" {
-		fmt.Fprintf(&b, "stderr:\n%s\n", truncate(o.Stderr, maxText))
+		b.WriteString("stderr:\n" + quoteLines(truncate(o.Stderr, maxText)))
 	}
 	for _, v := range o.Violations {
 		what := v.Kind
@@ -439,13 +441,30 @@ func summary(o *executeOut) string {
 		} else if v.Syscall != "" {
 			what += " " + v.Syscall
 		}
-		fmt.Fprintf(&b, "refused: %s: %s\n", what, v.Reason)
+		fmt.Fprintf(&b, "refused: %s: %s\n", oneLine(what), oneLine(v.Reason))
 	}
 	if len(o.ToolCalls) > 0 {
 		fmt.Fprintf(&b, "tool calls: %d\n", len(o.ToolCalls))
 	}
 	fmt.Fprintf(&b, "workspace: %s\n", o.Workspace)
 	return b.String()
+}
+
+// quoteLines puts "| " before each line of s.
+func quoteLines(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	return "| " + strings.ReplaceAll(strings.ReplaceAll(s, "\r", ""), "\n", "\n| ") + "\n"
+}
+
+// oneLine keeps a text that may hold a program's words (a name it asked
+// for, inside a reason) on one line.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || r == 0x2028 || r == 0x2029 {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // maxText bounds each part of the text summary; the structured content
