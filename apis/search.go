@@ -4,7 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"unicode"
+
+	"github.com/cruciblehq/crucible/internal/terms"
 )
 
 // maxHits bounds what one search returns.
@@ -37,7 +38,7 @@ func newFields(weights []int, texts ...string) fields {
 	f := fields{weights: weights}
 	for _, t := range texts {
 		set := map[string]bool{}
-		for _, w := range terms(t) {
+		for _, w := range searchTerms(t) {
 			set[w] = true
 		}
 		f.sets = append(f.sets, set)
@@ -71,7 +72,7 @@ func (f fields) score(w string) int {
 // and description), and a word found in the API's name, description or
 // hosts counts for each of its operations that matches another word.
 func (c *Catalog) Search(query string) []Hit {
-	words := terms(query)
+	words := searchTerms(query)
 	if c == nil || len(words) == 0 {
 		return nil
 	}
@@ -102,40 +103,14 @@ func (c *Catalog) Search(query string) []Hit {
 	return hits[:min(len(hits), maxHits)]
 }
 
-// terms splits text into lowercase words, at punctuation and at camelCase,
-// snake_case and kebab-case joints, each reduced to a crude singular
-// ("issues" finds "issue", "repositories" "repository").
-func terms(text string) []string {
-	var words []string
-	var b strings.Builder
-	flush := func() {
-		w := b.String()
-		b.Reset()
-		if len(w) == 0 || (len(w) == 1 && !unicode.IsDigit(rune(w[0]))) {
-			return
-		}
-		switch {
-		case len(w) > 4 && strings.HasSuffix(w, "ies"):
-			w = w[:len(w)-3] + "y"
-		case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss"):
-			w = w[:len(w)-1]
-		}
-		words = append(words, w)
+// searchTerms splits text into the words a search compares, each reduced
+// to a crude singular ("issues" finds "issue", "repositories"
+// "repository").
+func searchTerms(text string) []string {
+	words := terms.Split(text)
+	for i, w := range words {
+		words[i] = terms.Singular(w)
 	}
-	prev := ' '
-	for _, r := range text {
-		switch {
-		case unicode.IsUpper(r) && unicode.IsLower(prev):
-			flush()
-			b.WriteRune(unicode.ToLower(r))
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(unicode.ToLower(r))
-		default:
-			flush()
-		}
-		prev = r
-	}
-	flush()
 	slices.Sort(words)
 	return slices.Compact(words)
 }

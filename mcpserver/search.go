@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
+	"github.com/cruciblehq/crucible/internal/terms"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -19,7 +19,7 @@ const maxHits = 20
 // server's, its description and its parameters' names. A tool that matches
 // no word is left out.
 func rank(tools []sandbox.Tool, query string) []sandbox.Tool {
-	words := terms(query)
+	words := terms.Split(query)
 	type hit struct {
 		t     sandbox.Tool
 		score int
@@ -57,35 +57,6 @@ func rank(tools []sandbox.Tool, query string) []sandbox.Tool {
 		out = append(out, h.t)
 	}
 	return out
-}
-
-// terms splits a query into lowercase words; snake_case, camelCase and
-// kebab-case split too, so "createIssue" finds create_issue.
-func terms(q string) []string {
-	var words []string
-	var b strings.Builder
-	flush := func() {
-		if b.Len() > 1 || (b.Len() == 1 && unicode.IsDigit(rune(b.String()[0]))) {
-			words = append(words, b.String())
-		}
-		b.Reset()
-	}
-	prev := ' '
-	for _, r := range q {
-		switch {
-		case unicode.IsUpper(r) && unicode.IsLower(prev):
-			flush()
-			b.WriteRune(unicode.ToLower(r))
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(unicode.ToLower(r))
-		default:
-			flush()
-		}
-		prev = r
-	}
-	flush()
-	slices.Sort(words)
-	return slices.Compact(words)
 }
 
 // paramNames lists the top-level property names of a tool's input schema.
