@@ -321,8 +321,7 @@ func TestAttackUpgradeEndsJudgment(t *testing.T) {
 		_, _ = http.ReadResponse(br, nil)
 		for _, r := range upstreamSaw(f) {
 			if r.method == "DELETE" {
-				t.Skipf("BUG: after a 101 that answered %q, DELETE /admin reached the host unjudged (reported)",
-					strings.TrimSpace(strings.ReplaceAll(up, "\r\n", "; ")))
+				t.Skipf("BUG: after a 101 to a request that asked for an upgrade: %v, DELETE /admin reached the host unjudged (reported)", up != "")
 			}
 		}
 	}
@@ -419,5 +418,44 @@ func TestAttackTLSHello(t *testing.T) {
 	}
 	if n := f.up.connections(); n != 0 {
 		t.Errorf("the host was connected to %d times", n)
+	}
+}
+
+// An override in a request's trailer: judged before the body is read, so
+// it must not reach the host (a server that merges trailers into the head
+// would act on it).
+func TestAttackOverrideInTrailer(t *testing.T) {
+	f := newRulesFix(t)
+	tc, err := f.dialTLS(t, other, "http/1.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resps := exchange(t, tc, "POST /repos/x HTTP/1.1\r\nHost: "+other+"\r\nTransfer-Encoding: chunked\r\nTrailer: X-HTTP-Method-Override\r\n\r\n"+
+		"1\r\nz\r\n0\r\nX-HTTP-Method-Override: DELETE\r\n\r\n")
+	raw, _ := f.up.seen()
+	if len(resps) == 1 && resps[0].StatusCode == http.StatusOK && bytes.Contains(bytes.ToLower(raw), []byte("x-http-method-override: delete")) {
+		t.Skip("BUG: an X-HTTP-Method-Override in a request trailer reaches the host unjudged (reported)")
+	}
+}
+
+// A head without end, or of very many short headers: refused at the
+// head's bound, never buffered whole, and nothing reaches the host.
+func TestAttackHugeHead(t *testing.T) {
+	for _, line := range []string{"X-Long: " + strings.Repeat("a", 1<<20) + "\r\n", strings.Repeat("X-A: b\r\n", 1<<17)} {
+		f := newRulesFix(t)
+		tc, err := f.dialTLS(t, other, "http/1.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = io.WriteString(tc, "GET /repos/x HTTP/1.1\r\nHost: "+other+"\r\n"+line+"\r\n") }()
+		if resp, err := http.ReadResponse(bufio.NewReader(tc), nil); err == nil && resp.StatusCode == http.StatusOK {
+			t.Errorf("a %d-byte head was relayed", len(line))
+		}
+		if n := f.up.connections(); n != 0 {
+			t.Errorf("the host was connected to %d times", n)
+		}
+		if ev := waitEvents(t, f.rec, KindProtocol, false, 1); len(ev) != 1 {
+			t.Errorf("events %+v", ev)
+		}
 	}
 }
