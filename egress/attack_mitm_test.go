@@ -221,7 +221,8 @@ func TestAttackExpectContinue(t *testing.T) {
 // Method overrides in disguise: the header's name in another case or
 // twice is judged; one spelled with underscores, which CGI-style servers
 // (Rack, PHP) read as the same header, a _method parameter spelled as PHP
-// reads it (".method", " method"), and one after a '#' (which the relay
+// reads it (".method", " method"), one after a ';' (a separator to
+// older Rack and Python), and one after a '#' (which the relay
 // sends in the query as it came), must be too.
 func TestAttackOverrideDisguised(t *testing.T) {
 	cases := []struct {
@@ -237,6 +238,7 @@ func TestAttackOverrideDisguised(t *testing.T) {
 		{"php dot", "", "?.method=DELETE", true},
 		{"php space", "", "?+method=DELETE", true},
 		{"after #", "", "?a=1#&_method=DELETE", true},
+		{"after ;", "", "?a=1;_method=DELETE", true},
 	}
 	var bugs []string
 	for _, c := range cases {
