@@ -653,3 +653,39 @@ func TestAttackProgressAfterEnd(t *testing.T) {
 		t.Errorf("progress after the call's answer: %v", late)
 	}
 }
+
+// Attack: a program fills its workspace. serve's workspaces are host
+// directories (under $TMPDIR), not the size-bound tmpfs of `crucible run`:
+// only RLIMIT_FSIZE (per file) stands in the way, so many files of the
+// largest size pass. With workspaces living a TTL each, the host's disk (or
+// RAM, when /tmp is a tmpfs) fills.
+func TestAttackWorkspaceDisk(t *testing.T) {
+	knownBug(t, "a serve workspace (a host directory) has no size bound: a program writes many files of RLIMIT_FSIZE each (reported)")
+	testenv.NeedRoot(t, "builds real jails")
+	s := newServer(t, nil)
+	cs := connect(t, s)
+	res, out := execute(t, cs, map[string]any{"language": "py", "code": `
+n = 0
+try:
+    for i in range(12):
+        with open('/workspace/f%d' % i, 'wb') as f:
+            f.write(b'x' * (16 << 20))
+        n += 1
+except OSError as e:
+    print(e)
+print(n)
+`})
+	if out == nil {
+		t.Fatalf("no result: %q", text(res))
+	}
+	var total int64
+	_ = filepath.Walk(s.spaces.dir(out.Workspace), func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+		return nil
+	})
+	if limit := int64(s.cfg.Sandbox.TmpSize); total > limit {
+		t.Errorf("a program wrote %d MiB to its workspace; /tmp's bound is %d MiB (stdout %q)", total>>20, limit>>20, out.Stdout)
+	}
+}
