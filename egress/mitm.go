@@ -226,13 +226,17 @@ func (f *flow) forward(req *http.Request) *uses {
 		}
 		return u
 	}
-	target, got := s.Set.ForwardURL(req.RequestURI, f.allow)
-	u.add(got)
+	// The swap is made in the target as judged and as Request.Write will
+	// write it; one that would not be written as it reads is not swapped.
+	target, got := s.Set.ForwardURL(req.URL.RequestURI(), f.allow)
 	if len(got.Replaced) > 0 {
-		if to, err := url.ParseRequestURI(target); err == nil {
+		if to, err := url.ParseRequestURI(target); err == nil && to.RequestURI() == target {
 			req.URL = to
+		} else {
+			got = secrets.Use{Refused: got.Replaced}
 		}
 	}
+	u.add(got)
 	u.add(s.Set.ForwardHeader(req.Header, f.allow))
 	// The responses are scanned for values: they must come as they are.
 	req.Header.Set("Accept-Encoding", "identity")

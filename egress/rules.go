@@ -22,13 +22,22 @@ func (f *flow) rulesFor() []*httprule.Set {
 }
 
 // judge checks req against the host's rules; a refusal is reported and
-// answered with a 403 that says why.
+// answered with a 403 that says why. The target is judged as it came and
+// as the relay writes it (req.URL.RequestURI(), which re-escapes what Go
+// parsed: a '#' in the path becomes %23), so the host gets no target
+// that the rules did not read.
 func (f *flow) judge(req *http.Request) bool {
+	targets := []string{req.RequestURI}
+	if sent := req.URL.RequestURI(); sent != req.RequestURI {
+		targets = append(targets, sent)
+	}
 	for _, s := range f.rules {
-		if v := s.Check(req.Method, req.RequestURI, req.Header); !v.Allow {
-			f.p.report(Event{Kind: KindHTTP, Name: f.target(), Port: f.dst.Port(), Reason: v.Reason, Rule: v.Rule})
-			f.refuse(v.Reason, true, http.StatusForbidden)
-			return false
+		for _, t := range targets {
+			if v := s.Check(req.Method, t, req.Header); !v.Allow {
+				f.p.report(Event{Kind: KindHTTP, Name: f.target(), Port: f.dst.Port(), Reason: v.Reason, Rule: v.Rule})
+				f.refuse(v.Reason, true, http.StatusForbidden)
+				return false
+			}
 		}
 	}
 	return true

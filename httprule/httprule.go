@@ -21,7 +21,9 @@
 //   - Deny rules match paths regardless of case, allow rules exactly: a
 //     server that ignores case can reach no path a deny names, and one
 //     that does not is offered nothing more than the allow rules name.
-//   - The query and fragment play no part in the path.
+//   - The query plays no part in the path. A target with a '#' is refused:
+//     HTTP sends no fragment (RFC 9112), and a server or relay that keeps
+//     one reads the path and query otherwise than a reader that stops there.
 package httprule
 
 import (
@@ -132,7 +134,6 @@ func (s *Set) Check(method, target string, h http.Header) Verdict {
 		}
 	}
 	if _, q, ok := strings.Cut(target, "?"); ok {
-		q, _, _ = strings.Cut(q, "#")
 		// A query that does not parse still yields the pairs that do.
 		vals, _ := url.ParseQuery(q)
 		for k, vs := range vals {
@@ -232,13 +233,14 @@ var (
 	ErrTarget   = errors.New("the request target is not a path")
 	ErrEncoding = errors.New("the path holds a malformed percent-encoding")
 	ErrControl  = errors.New("the path holds a control character")
+	ErrFragment = errors.New("the request target holds a '#', which HTTP does not send")
 )
 
 // Normalize returns the segments of a request target's path, decoded, as a
 // server may read them, or an error for a path no rule should judge (not
-// a path, a malformed encoding, a control character).
+// a path, a malformed encoding, a control character, a '#').
 //
-// Both readings ignore the query and fragment, an absolute URL's scheme
+// Both readings ignore the query, an absolute URL's scheme
 // and authority, and empty segments (doubled slashes, a trailing slash);
 // they decode every percent-encoding (%2e is a dot) and then resolve dot
 // segments, never above the root. strict keeps an encoded slash or
@@ -246,10 +248,10 @@ var (
 // there, and at a backslash, and drops a segment's ";params" (as some
 // servers do) before it resolves dot segments.
 func Normalize(target string) (strict, lax []string, err error) {
-	p := target
-	if i := strings.IndexAny(p, "?#"); i >= 0 {
-		p = p[:i]
+	if strings.Contains(target, "#") {
+		return nil, nil, ErrFragment
 	}
+	p, _, _ := strings.Cut(target, "?")
 	if !strings.HasPrefix(p, "/") {
 		scheme, rest, ok := strings.Cut(p, "://")
 		if !ok || !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
