@@ -335,21 +335,23 @@ func TestAttackUpgradeEndsJudgment(t *testing.T) {
 	}
 }
 
-// Content-Encoding in two header lines: the first says identity, the
-// second gzip. The response is gzip-encoded (RFC 9110 lists them in
-// order), the swap cannot see into it, and the jail's client decodes it.
+// Content-Encoding in two header lines: the first says identity (or
+// nothing), the second gzip. The response is gzip-encoded (RFC 9110 lists
+// them in order), the swap cannot see into it, and the jail's client
+// would decode it: every line and every coding is checked, and the
+// response refused.
 func TestAttackContentEncodingTwice(t *testing.T) {
 	f := newSecretFix(t, Limits{})
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z)
 	_, _ = zw.Write([]byte(`{"authorization":"Bearer ` + valueA + `"}`))
 	_ = zw.Close()
-	var bugs []string
 	for _, head := range []string{
 		"Content-Encoding: identity\r\nContent-Encoding: gzip\r\n",
 		"Content-Encoding: \r\nContent-Encoding: gzip\r\n",
 		"Content-Encoding: gzip\r\n",
 		"Content-Encoding: identity, gzip\r\n",
+		"Content-Encoding: identity,,GZIP\r\n",
 		"Content-Encoding: gzip\r\nContent-Encoding: identity\r\n",
 	} {
 		f.up.respond = func(w io.Writer, _ *http.Request, _ []byte) {
@@ -359,28 +361,22 @@ func TestAttackContentEncodingTwice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = fmt.Fprintf(tc, "GET /echo HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", svc, f.ph("A"))
-		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		jc := &jailConn{Conn: tc}
+		_, _ = fmt.Fprintf(jc, "GET /echo HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", svc, f.ph("A"))
+		resp, err := http.ReadResponse(bufio.NewReader(jc), nil)
 		if err != nil {
-			continue
+			t.Fatalf("%q: %v", head, err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		if zr, err := gzip.NewReader(bytes.NewReader(body)); err == nil {
-			if plain, _ := io.ReadAll(zr); bytes.Contains(plain, []byte(valueA)) {
-				bugs = append(bugs, strings.ReplaceAll(head, "\r\n", "; "))
-				_ = f.rec.take()
-				continue
-			}
-		}
+		_, _ = io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusBadGateway {
 			t.Errorf("%q: %d", head, resp.StatusCode)
+		}
+		if bytes.Contains(jc.got, z.Bytes()[:16]) {
+			t.Errorf("%q: the jail got the compressed body", head)
 		}
 		if ev := find(f.rec.take(), KindSecret, false); len(ev) != 1 || !strings.Contains(ev[0].Reason, "Content-Encoding") {
 			t.Errorf("%q: violations %+v", head, ev)
 		}
-	}
-	if len(bugs) > 0 {
-		t.Skipf("BUG: the jail got the value gzip-compressed with %q (reported)", bugs)
 	}
 }
 

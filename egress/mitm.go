@@ -270,7 +270,7 @@ func (f *flow) backward(resp *http.Response) bool {
 	if resp.Body == http.NoBody {
 		return true
 	}
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	if ce := encoded(resp.Header); ce != "" {
 		reason := fmt.Sprintf("%s:%d answered with Content-Encoding %q, which the sandbox cannot scan for secrets", f.name, f.dst.Port(), truncate(ce, 40))
 		f.p.report(Event{Kind: KindSecret, Name: f.name, Port: f.dst.Port(), Reason: reason})
 		_ = resp.Body.Close()
@@ -282,6 +282,21 @@ func (f *flow) backward(resp *http.Response) bool {
 		return nil
 	}}
 	return true
+}
+
+// encoded returns the Content-Encoding of h (its lines joined) if any of
+// its codings is other than identity, else "". Every line counts: a
+// client applies them all, in order (RFC 9110), not just the first.
+func encoded(h http.Header) string {
+	vs := h.Values("Content-Encoding")
+	for _, v := range vs {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return strings.Join(vs, ", ")
+			}
+		}
+	}
+	return ""
 }
 
 // swapped is a body read through a substitution. end runs at the
