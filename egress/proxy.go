@@ -3,6 +3,8 @@ package egress
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -444,7 +446,18 @@ func (f *flow) answer(req *http.Request, body *reqBody) (keep, upgrade bool) {
 		switch {
 		case resp.StatusCode == http.StatusSwitchingProtocols:
 			// The connection now speaks another protocol (a WebSocket):
-			// exchange relays its bytes as they are.
+			// exchange relays its bytes as they are, judged no more. Where
+			// requests are judged or secrets swapped, that is only for a
+			// WebSocket the request asked for and the host accepted: a 101
+			// that switches to nothing would leave the next requests unjudged.
+			if (f.rules != nil || f.allow != nil) && !websocketAccepted(req, resp) {
+				reason := fmt.Sprintf("%s:%d answered 101 Switching Protocols, but not as the WebSocket handshake of a request that asked for one; the connection was ended",
+					f.target(), f.dst.Port())
+				f.p.report(Event{Kind: KindProtocol, Name: f.target(), Port: f.dst.Port(), Reason: reason})
+				_ = f.toJail.Flush()
+				f.refuse(reason, true, http.StatusBadGateway)
+				return false, false
+			}
 			err := writeHead(f.toJail, resp, false)
 			return err == nil && f.toJail.Flush() == nil && body.whole.Load(), true
 		case resp.StatusCode < 200:
@@ -473,6 +486,35 @@ func (f *flow) answer(req *http.Request, body *reqBody) (keep, upgrade bool) {
 		f.whole = true
 		return !resp.Close && !req.Close, false
 	}
+}
+
+// websocketAccepted reports whether resp, a 101, completes the WebSocket
+// handshake req asked for (RFC 6455 4.1): the request asks to upgrade to
+// websocket with a key, and the response switches to websocket with the
+// accept value of that key.
+func websocketAccepted(req *http.Request, resp *http.Response) bool {
+	key := req.Header.Values("Sec-WebSocket-Key")
+	if len(key) != 1 || key[0] == "" ||
+		!hasToken(req.Header.Values("Connection"), "upgrade") ||
+		!hasToken(req.Header.Values("Upgrade"), "websocket") ||
+		!hasToken(resp.Header.Values("Upgrade"), "websocket") {
+		return false
+	}
+	sum := sha1.Sum([]byte(key[0] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")) //nolint:gosec // RFC 6455's handshake, not a security hash
+	return resp.Header.Get("Sec-WebSocket-Accept") == base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// hasToken reports whether one of the comma-separated lists vs holds
+// token, in any case.
+func hasToken(vs []string, token string) bool {
+	for _, v := range vs {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeHead writes a response that has no body (1xx, 204, 304) as it came,
