@@ -11,9 +11,11 @@
 //     a request that no allow rule matches is refused too. No rules: all
 //     is allowed.
 //   - The method, upper-cased, and every method that an override header
-//     (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override) or a
-//     _method query parameter names: each must be allowed, since a server
-//     may act on either.
+//     (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, in any
+//     case, '_' read as '-') or a _method query parameter (pairs split at
+//     '&' and ';', its name read as PHP reads it: ".method" and " method"
+//     are _method) names: each must be allowed, since a server may act on
+//     either.
 //   - The path, normalized (see [Normalize]) and read two ways, each of
 //     which must be allowed: as RFC 3986 reads it, and as a lax server
 //     does (an encoded slash or a backslash splits segments; ";params" are
@@ -29,8 +31,10 @@ package httprule
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -124,25 +128,28 @@ func (s *Set) Check(method, target string, h http.Header) Verdict {
 	}
 	type named struct{ method, by string }
 	methods := []named{{strings.ToUpper(method), ""}}
-	for _, k := range overrides {
-		for _, v := range h.Values(k) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if !isOverride(k) {
+			continue
+		}
+		for _, v := range h[k] {
 			for m := range strings.SplitSeq(v, ",") {
 				if m = strings.TrimSpace(m); m != "" {
-					methods = append(methods, named{strings.ToUpper(m), k})
+					methods = append(methods, named{strings.ToUpper(m), truncate(k)})
 				}
 			}
 		}
 	}
 	if _, q, ok := strings.Cut(target, "?"); ok {
-		// A query that does not parse still yields the pairs that do.
-		vals, _ := url.ParseQuery(q)
-		for k, vs := range vals {
-			if strings.EqualFold(k, "_method") {
-				for _, m := range vs {
-					if m = strings.TrimSpace(m); m != "" {
-						methods = append(methods, named{strings.ToUpper(m), "the _method parameter"})
-					}
-				}
+		// Pairs end at ';' as well as '&', as older Rack and Python read
+		// them; a pair that does not decode is read as it is.
+		for pair := range strings.FieldsFuncSeq(q, func(r rune) bool { return r == '&' || r == ';' }) {
+			k, v, _ := strings.Cut(pair, "=")
+			if !isMethodParam(unescape(k)) {
+				continue
+			}
+			if m := strings.TrimSpace(unescape(v)); m != "" {
+				methods = append(methods, named{strings.ToUpper(m), "the _method parameter"})
 			}
 		}
 	}
@@ -157,6 +164,39 @@ func (s *Set) Check(method, target string, h http.Header) Verdict {
 		}
 	}
 	return Verdict{Allow: true}
+}
+
+// isOverride reports whether a header named name is an override header as
+// a server may read it: in any case, and with '_' for '-' (CGI-style
+// servers, Rack and PHP among them, read both as the same).
+func isOverride(name string) bool {
+	name = strings.ReplaceAll(name, "_", "-")
+	return slices.ContainsFunc(overrides, func(o string) bool { return strings.EqualFold(o, name) })
+}
+
+// isMethodParam reports whether a query parameter named name (decoded) is
+// _method as a server may read it, in any case and as PHP rewrites names:
+// "_method[...]" is _method, and a ' ', '.' or '[' left reads as '_'.
+func isMethodParam(name string) bool {
+	if i := strings.IndexByte(name, '['); i >= 0 && strings.Contains(name[i:], "]") {
+		name = name[:i]
+	}
+	name = strings.Map(func(r rune) rune {
+		if r == ' ' || r == '.' || r == '[' {
+			return '_'
+		}
+		return r
+	}, name)
+	return strings.EqualFold(name, "_method")
+}
+
+// unescape decodes a query's name or value, or returns it as it is (a
+// '+' read as a space) if it holds a malformed percent-encoding.
+func unescape(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
+	}
+	return strings.ReplaceAll(s, "+", " ")
 }
 
 // judge judges one method on one reading of a path.

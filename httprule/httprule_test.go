@@ -125,6 +125,19 @@ func TestCheck(t *testing.T) {
 		{method: "POST", target: "/repos/x/issues", header: http.Header{"X-Http-Method-Override": {"POST"}}, allow: true},
 		{method: "POST", target: "/repos/x/issues?_method=DELETE", rule: `github: deny DELETE /**`},
 		{method: "POST", target: "/repos/x/issues?_method=", allow: true},
+		{method: "POST", target: "/repos/x/issues", header: http.Header{"X_http_method_override": {"DELETE"}},
+			rule: `github: deny DELETE /**`, reason: "(DELETE is the method that X_http_method_override names)"},
+		{method: "POST", target: "/repos/x/issues", header: http.Header{"X-Http_Method": {"DELETE"}}, rule: `github: deny DELETE /**`},
+		{method: "POST", target: "/repos/x/issues", header: http.Header{"X-Http-Method-Overrides": {"DELETE"}}, allow: true},
+		{method: "POST", target: "/repos/x/issues?.method=DELETE", rule: `github: deny DELETE /**`},
+		{method: "POST", target: "/repos/x/issues?+method=DELETE", rule: `github: deny DELETE /**`},
+		{method: "POST", target: "/repos/x/issues?%20method=DELETE", rule: `github: deny DELETE /**`},
+		{method: "POST", target: "/repos/x/issues?[method=DELETE", rule: `github: deny DELETE /**`},
+		{method: "POST", target: "/repos/x/issues?_method[]=DELETE", rule: `github: deny DELETE /**`},
+		{method: "POST", target: "/repos/x/issues?a=1;_method=DELETE", rule: `github: deny DELETE /**`},
+		{method: "POST", target: "/repos/x/issues?a=%zz&_method=DELETE", rule: `github: deny DELETE /**`},
+		{method: "POST", target: "/repos/x/issues?_method=DEL%zz", reason: "DEL%ZZ"},
+		{method: "POST", target: "/repos/x/issues?x_method=DELETE&method=DELETE", allow: true},
 	} {
 		v := set.Check(c.method, c.target, c.header)
 		if v.Allow != c.allow || v.Rule != c.rule || !strings.Contains(v.Reason, c.reason) || !v.Allow && !strings.Contains(v.Reason, "API github") {
