@@ -380,6 +380,11 @@ func (f *flow) exchange(req *http.Request) bool {
 		req.Header["User-Agent"] = []string{""}
 	}
 	uses := f.forward(req)
+	if f.rules != nil {
+		// Trailers come after the head was judged: one a server merges
+		// into the head could name an override (see judge).
+		req.Trailer = nil
+	}
 	body := &reqBody{ReadCloser: req.Body, left: req.ContentLength}
 	if req.Body == http.NoBody { // NoBody tells Write there is none
 		body.whole.Store(true)

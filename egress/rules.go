@@ -5,6 +5,8 @@ package egress
 // HTTP, and inside the TLS the stack terminates for it (mitm.go), since a
 // passed-through connection hides its requests. A refusal ends the
 // connection: what the jail sent after the refused request is never read.
+// A request's trailers come after it was judged: on such a host they are
+// not sent (exchange), and one that declares an override there is refused.
 
 import (
 	"net/http"
@@ -27,9 +29,20 @@ func (f *flow) rulesFor() []*httprule.Set {
 // parsed: a '#' in the path becomes %23), so the host gets no target
 // that the rules did not read.
 func (f *flow) judge(req *http.Request) bool {
+	if f.rules == nil {
+		return true
+	}
 	targets := []string{req.RequestURI}
 	if sent := req.URL.RequestURI(); sent != req.RequestURI {
 		targets = append(targets, sent)
+	}
+	for k := range req.Trailer { // as declared; exchange drops what comes
+		if httprule.IsOverride(k) {
+			reason := "the request declares the method override " + truncate(k, 40) + " as a trailer, which comes after the request was judged"
+			f.p.report(Event{Kind: KindHTTP, Name: f.target(), Port: f.dst.Port(), Reason: reason})
+			f.refuse(reason, true, http.StatusForbidden)
+			return false
+		}
 	}
 	for _, s := range f.rules {
 		for _, t := range targets {

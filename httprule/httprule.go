@@ -129,7 +129,7 @@ func (s *Set) Check(method, target string, h http.Header) Verdict {
 	type named struct{ method, by string }
 	methods := []named{{strings.ToUpper(method), ""}}
 	for _, k := range slices.Sorted(maps.Keys(h)) {
-		if !isOverride(k) {
+		if !IsOverride(k) {
 			continue
 		}
 		for _, v := range h[k] {
@@ -166,10 +166,10 @@ func (s *Set) Check(method, target string, h http.Header) Verdict {
 	return Verdict{Allow: true}
 }
 
-// isOverride reports whether a header named name is an override header as
+// IsOverride reports whether a header named name is an override header as
 // a server may read it: in any case, and with '_' for '-' (CGI-style
 // servers, Rack and PHP among them, read both as the same).
-func isOverride(name string) bool {
+func IsOverride(name string) bool {
 	name = strings.ReplaceAll(name, "_", "-")
 	return slices.ContainsFunc(overrides, func(o string) bool { return strings.EqualFold(o, name) })
 }
