@@ -112,7 +112,6 @@ func TestAttackSummaryForgery(t *testing.T) {
 // characters, which quoteLines lets through while oneLine (for reasons)
 // does not: a client that renders them as breaks shows a forged line.
 func TestAttackSummaryForgeryUnicodeBreaks(t *testing.T) {
-	knownBug(t, "quoteLines splits only at \\n: U+2028, U+2029, U+0085, \\v and \\f in a program's output start a line of its own in a client that renders them, unquoted (reported)")
 	testenv.NeedRoot(t, "builds real jails")
 	cs := connect(t, newServer(t, nil))
 	for _, sep := range []string{"\u2028", "\u2029", "\u0085", "\v", "\f"} {
@@ -124,7 +123,6 @@ func TestAttackSummaryForgeryUnicodeBreaks(t *testing.T) {
 // value of crucible_tool_calls_total: unbounded series in the operator's
 // Prometheus.
 func TestAttackMetricsLabelsFromProgram(t *testing.T) {
-	knownBug(t, "crucible_tool_calls_total's server label is the server name the program asked for, so a program mints label values at will (reported)")
 	testenv.NeedRoot(t, "builds real jails")
 	node := testenv.NeedTool(t, "node")
 	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-memory/dist/index.js")
@@ -156,7 +154,6 @@ func TestAttackMetricsLabelsFromProgram(t *testing.T) {
 // each session then holds a warm jail of its own (processes, a netstack,
 // memory) for as long as the session lives. Nothing bounds their number.
 func TestAttackSessionsHoldWarmJails(t *testing.T) {
-	knownBug(t, "every session that ran a program keeps a warm jail until it ends (30 min by default); a client opens sessions without bound (reported)")
 	testenv.NeedRoot(t, "builds real jails")
 	s := newServer(t, func(c *config.Config) { c.Serve.MaxConcurrent = 2; c.Serve.Pool = 1 })
 	url := serveHTTP(t, s)
@@ -178,10 +175,13 @@ func TestAttackSessionsHoldWarmJails(t *testing.T) {
 		}
 		return n
 	}
+	// Each session readies its jail after its execution: wait for the
+	// bound to be reached, then a while more for any past it.
 	deadline := time.Now().Add(30 * time.Second)
-	for warm() < sessions && time.Now().Before(deadline) {
+	for warm() < s.cfg.Serve.MaxConcurrent && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
+	time.Sleep(2 * time.Second)
 	// The bound a fix might choose: no more idle session jails than
 	// executions the server runs at once.
 	if n := warm(); n > s.cfg.Serve.MaxConcurrent {
@@ -193,7 +193,6 @@ func TestAttackSessionsHoldWarmJails(t *testing.T) {
 // with it, and its handle stop working. release() after the session's
 // remove() resets the idle clock, so the workspace lives a whole TTL more.
 func TestAttackEndedSessionWorkspaceOutlives(t *testing.T) {
-	knownBug(t, "a workspace whose session ends mid-execution survives a whole workspace_ttl, and its handle keeps working (release overwrites remove's mark) (reported)")
 	testenv.NeedRoot(t, "builds real jails")
 	s := newServer(t, func(c *config.Config) { c.Sandbox.Timeout = config.Duration(60 * time.Second) })
 	url := serveHTTP(t, s)
@@ -204,9 +203,11 @@ func TestAttackEndedSessionWorkspaceOutlives(t *testing.T) {
 	}
 	dir := s.spaces.dir(first.Workspace)
 	done := make(chan struct{})
+	callCtx, cancelCall := context.WithCancel(context.Background())
+	defer cancelCall()
 	go func() {
 		defer close(done)
-		_, _ = a.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
+		_, _ = a.CallTool(callCtx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
 			"code": `await new Promise(r => setTimeout(r, 50000)); return 1`}})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
@@ -216,12 +217,32 @@ func TestAttackEndedSessionWorkspaceOutlives(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	_ = a.Close()
-	<-done
+	// End the session (DELETE) while its program runs: the client's own
+	// Close waits for its calls.
+	req, _ := http.NewRequest("DELETE", url+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+tokenA)
+	req.Header.Set("Mcp-Session-Id", a.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE of the session: %s", resp.Status)
+	}
 	waitIdle(t, s, "the ended session's execution")
+	cancelCall() // the client does not know its session has ended
+	<-done
 	a2 := connectHTTP(t, url, tokenA, "2025-11-25")
-	if res, _ := execute(t, a2, map[string]any{"workspace": first.Workspace, "code": `return 1`}); !res.IsError {
-		t.Errorf("the ended session's handle still works: %q", text(res))
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		res, _ := execute(t, a2, map[string]any{"workspace": first.Workspace, "code": `return 1`})
+		if res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended session's handle still works: %q", text(res))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	s.spaces.sweep()
 	if _, err := os.Stat(dir); err == nil {
@@ -375,7 +396,6 @@ func TestAttackBodyLimits(t *testing.T) {
 // words, against a catalog of many operations: its cost is words x
 // operations x their words.
 func TestAttackSearchCost(t *testing.T) {
-	knownBug(t, "search_tools has no bound on its query nor a rate limit: 1 MiB of distinct words against 400 API operations costs ~20 s of CPU per call, and calls run in parallel (reported)")
 	paths := map[string]any{}
 	for i := range 400 {
 		paths[fmt.Sprintf("/things%d/{id}", i)] = map[string]any{"get": map[string]any{
@@ -452,7 +472,6 @@ func TestAttackExecuteArguments(t *testing.T) {
 // model sends it through its own client. Over HTTP it is one 400; over
 // stdio the SDK ends the connection, and `crucible serve` with it.
 func TestAttackStdioDeepNesting(t *testing.T) {
-	knownBug(t, "a JSON-RPC line nested past 1000 levels ends the stdio connection (the SDK's read error is fatal), not one error answer; a model can take its own crucible serve down (reported)")
 	s := newServer(t, nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -543,7 +562,6 @@ func TestAttackSkills(t *testing.T) {
 // (U+2028) ends the "// description" comment: text the listing shows as a
 // description runs as code in every program that imports the skill.
 func TestAttackSkillDescriptionBecomesCode(t *testing.T) {
-	knownBug(t, "save_skill descriptions may hold U+2028/U+2029, which end the // comment in JS/TS: the description shown in the listing is code (reported)")
 	testenv.NeedRoot(t, "builds real jails")
 	cfg := config.Default()
 	cfg.Serve.Skills, cfg.Serve.SkillsWritable = t.TempDir(), true
@@ -687,5 +705,46 @@ print(n)
 	})
 	if limit := int64(s.cfg.Sandbox.TmpSize); total > limit {
 		t.Errorf("a program wrote %d MiB to its workspace; /tmp's bound is %d MiB (stdout %q)", total>>20, limit>>20, out.Stdout)
+	}
+}
+
+// Attack: another client sends DELETE with A's session id while A's
+// program runs, to have it stopped. It gets 403, and A's program runs on.
+func TestAttackDeleteOfAnothersSession(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	s := newServer(t, nil)
+	url := serveHTTP(t, s)
+	a := connectHTTP(t, url, tokenA, "2025-11-25")
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
+			"code": `await new Promise(r => setTimeout(r, 3000)); return "survived"`}})
+		done <- answer{res, err}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for s.gate.running() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the execution did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	req, _ := http.NewRequest("DELETE", url+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+tokenB)
+	req.Header.Set("Mcp-Session-Id", a.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("B's DELETE of A's session: %s", resp.Status)
+	}
+	got := <-done
+	if got.err != nil || got.res.IsError || !strings.Contains(text(got.res), "survived") {
+		t.Errorf("A's execution after B's DELETE: %v %q", got.err, text(got.res))
 	}
 }

@@ -127,7 +127,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	}
 	var se *session
 	if !stateless {
-		se = s.sessionOf(req.Session)
+		se = s.sessionOf(req.Session, client)
 	}
 	ctx, cancel := s.executionContext(ctx, req, se)
 	defer cancel()
@@ -200,7 +200,10 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 func (s *Server) runProgram(ctx context.Context, se *session, ws *workspace, client, language, code, file string) (*sandbox.Result, *workspace, error) {
 	if warm := s.sessionPool(se, ws, language); warm != nil {
 		res, _, err := warm.RunIn(ctx, []byte(code), file)
-		return res, ws, err
+		if !errors.Is(err, sandbox.ErrPoolClosed) {
+			return res, ws, err
+		}
+		// Given way to another session's meanwhile: a new jail.
 	}
 	if pool := s.pools[language]; ws == nil && pool != nil {
 		res, dir, err := pool.RunIn(ctx, []byte(code), file)
@@ -254,15 +257,22 @@ func (s *Server) reuse(handle, client string, se *session) (*workspace, error) {
 	return ws, nil
 }
 
-// own makes ws the workspace of session se (if any), deleted with it.
+// own makes ws the workspace of session se (if any), deleted with it; if
+// the session has ended meanwhile, at once (once unused).
 func (s *Server) own(se *session, ws *workspace) {
 	if se == nil {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	se.handle = ws.handle
-	se.made = append(se.made, ws.handle)
+	ended := se.ended
+	if !ended {
+		se.handle = ws.handle
+		se.made = append(se.made, ws.handle)
+	}
+	s.mu.Unlock()
+	if ended {
+		s.spaces.remove(ws.handle)
+	}
 }
 
 // sessionPool is the session's warm jail for ws, if the program can use it.
@@ -292,9 +302,29 @@ func (s *Server) keepWarm(se *session, dir, language string) {
 	}
 	old := se.warm
 	se.warm, se.warmDir, se.warmLang = nil, dir, language
-	s.mu.Unlock()
 	if old != nil {
-		old.Close()
+		s.warmSessions--
+	}
+	// Every session that ran something would hold a jail: the least
+	// recently used gives its way past the bound.
+	var evicted *sandbox.Pool
+	if s.warmSessions >= s.cfg.Serve.MaxConcurrent {
+		var lru *session
+		for _, o := range s.sessions {
+			if o.warm != nil && (lru == nil || o.warmUsed.Before(lru.warmUsed)) {
+				lru = o
+			}
+		}
+		if lru != nil {
+			evicted, lru.warm, lru.warmDir = lru.warm, nil, ""
+			s.warmSessions--
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range []*sandbox.Pool{old, evicted} {
+		if p != nil {
+			p.Close()
+		}
 	}
 	p, err := sandbox.NewPool(s.cfg, language, sandbox.PoolOptions{
 		Size: 1, Idle: sessionIdle, InFlight: s.cfg.Serve.MaxConcurrent,
@@ -312,7 +342,13 @@ func (s *Server) keepWarm(se *session, dir, language string) {
 		p.Close() // the session ended, or moved on, meanwhile
 		return
 	}
-	se.warm = p
+	if s.warmSessions >= s.cfg.Serve.MaxConcurrent {
+		s.mu.Unlock()
+		p.Close() // others took the places meanwhile
+		return
+	}
+	se.warm, se.warmUsed = p, time.Now()
+	s.warmSessions++
 	s.mu.Unlock()
 }
 
@@ -450,17 +486,21 @@ func summary(o *executeOut) string {
 	return b.String()
 }
 
-// quoteLines puts "| " before each line of s.
+// quoteLines puts "| " before each line of s, counting as a line break
+// everything a reader may take for one.
 func quoteLines(s string) string {
-	s = strings.TrimSuffix(s, "\n")
-	return "| " + strings.ReplaceAll(strings.ReplaceAll(s, "\r", ""), "\n", "\n| ") + "\n"
+	s = lineBreaks.Replace(strings.TrimRight(s, "\n"))
+	return "| " + strings.ReplaceAll(s, "\n", "\n| ") + "\n"
 }
+
+// lineBreaks turns every line break but LF into LF.
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\v", "\n", "\f", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
 
 // oneLine keeps a text that may hold a program's words (a name it asked
 // for, inside a reason) on one line.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f || r == 0x2028 || r == 0x2029 {
+		if r < ' ' || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 {
 			return ' '
 		}
 		return r

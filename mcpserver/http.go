@@ -22,15 +22,10 @@ import (
 // stdout) until it disconnects or ctx ends. A JSON-RPC line longer than
 // the request body bound is refused, as over HTTP.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	return s.sessionful.Run(ctx, &mcp.IOTransport{
-		Reader: io.NopCloser(in), Writer: nopWriteCloser{out},
-		MaxLineLength: int(s.cfg.Serve.MaxBody),
-	})
+	maxLine := int(s.cfg.Serve.MaxBody)
+	guard, w := newStdioGuard(in, out, maxLine)
+	return s.sessionful.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(guard), Writer: w, MaxLineLength: maxLine})
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // ServeTransport serves one client on t (a test's in-memory transport, or
 // any other), as ServeStdio does.
@@ -73,6 +68,13 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		id, forget := s.requests.add(r.Context().Done())
 		defer forget()
 		r.Header.Set(requestHeader, id)
+		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" {
+			// The SDK's Close of the session waits for its calls: stop
+			// their executions first (only the session's own client may).
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				s.endSession(sid, ti.UserID)
+			}
+		}
 		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("MCP-Protocol-Version") >= statelessVersion {
 			stateless.ServeHTTP(w, r)
 			return

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,11 +19,13 @@ type metrics struct {
 	violations *prometheus.CounterVec
 	toolCalls  *prometheus.CounterVec
 	egress     *prometheus.CounterVec
+	servers    []string // the configured servers: the only server labels
 }
 
-func newMetrics() *metrics {
+func newMetrics(servers []string) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		servers: servers,
+		reg:     prometheus.NewRegistry(),
 		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crucible_executions_total",
 			Help: "Executions by outcome: ok, failed (the program failed or was stopped), refused (busy, rate limited, bad arguments), error (the sandbox could not run it).",
@@ -88,7 +91,11 @@ func (m *metrics) execution(out *executeOut, err error, took time.Duration) {
 		if !c.OK {
 			outcome = "error"
 		}
-		m.toolCalls.WithLabelValues(c.Server, outcome).Inc()
+		server := c.Server
+		if !slices.Contains(m.servers, server) {
+			server = "other" // the program named it: no label of its making
+		}
+		m.toolCalls.WithLabelValues(server, outcome).Inc()
 	}
 }
 

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -36,7 +37,16 @@ func searchTool() *mcp.Tool {
 // tools (each is started on first use).
 const listTimeout = 30 * time.Second
 
+// Bounds of a query: its cost grows with its words.
+const (
+	maxQuery      = 1024
+	maxQueryWords = 32
+)
+
 func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+	if len(in.Query) > maxQuery || len(strings.Fields(in.Query)) > maxQueryWords {
+		return nil, nil, fmt.Errorf("query: at most %d characters and %d words; search with a few words", maxQuery, maxQueryWords)
+	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	tools, err := s.o.Tools.List(ctx)

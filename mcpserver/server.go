@@ -74,6 +74,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
+	// warmSessions counts the sessions holding a warm jail of their own:
+	// at most serve.max_concurrent, the least recently used giving way.
+	warmSessions int
 }
 
 // session is what an MCP session (stdio, or an HTTP session) holds: its
@@ -87,6 +90,10 @@ type session struct {
 	warm     *sandbox.Pool
 	warmDir  string
 	warmLang string
+	warmUsed time.Time // when warm was last readied
+	ended    bool      // its workspaces are being deleted
+	id       string    // its Mcp-Session-Id ("" over stdio)
+	owner    string    // the client whose it is
 	cancel   context.CancelFunc
 	ctx      context.Context // ends the session's executions
 }
@@ -129,7 +136,7 @@ func New(o Options) (*Server, error) {
 		gate:     newGate(sv.MaxConcurrent, time.Duration(sv.BusyWait)),
 		rate:     newRateLimiter(sv.Rate, sv.Burst),
 		spaces:   newWorkspaces(root, time.Duration(sv.WorkspaceTTL)),
-		stats:    newMetrics(),
+		stats:    newMetrics(o.Tools.Servers()),
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: map[*mcp.ServerSession]*session{},
@@ -256,16 +263,28 @@ func (s *Server) newMCP(stateless bool) (*mcp.Server, error) {
 	return srv, nil
 }
 
-// sessionOf returns the state of the MCP session ss, made on first use; it
-// ends when the session does.
-func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
+// endSession stops the executions of the HTTP session id, if it is
+// owner's: a DELETE of the session waits for its calls to end.
+func (s *Server) endSession(id, owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, se := range s.sessions {
+		if se.id == id && se.owner == owner {
+			se.cancel()
+		}
+	}
+}
+
+// sessionOf returns the state of the MCP session ss, of client, made on
+// first use; it ends when the session does.
+func (s *Server) sessionOf(ss *mcp.ServerSession, client string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if se := s.sessions[ss]; se != nil {
 		return se
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	se := &session{ctx: ctx, cancel: cancel}
+	se := &session{ctx: ctx, cancel: cancel, id: ss.ID(), owner: client}
 	s.sessions[ss] = se
 	ended := make(chan struct{})
 	go func() {
@@ -283,7 +302,10 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		made, warm := se.made, se.warm
-		se.warm = nil
+		se.warm, se.ended = nil, true
+		if warm != nil {
+			s.warmSessions--
+		}
 		s.mu.Unlock()
 		if warm != nil {
 			warm.Close()

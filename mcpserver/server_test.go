@@ -658,3 +658,68 @@ func TestSearchAPIs(t *testing.T) {
 		t.Errorf("a search that finds nothing: %q", got)
 	}
 }
+
+// Hundreds of lines that are not JSON-RPC messages, over stdio, each get an
+// error (or nothing, for what has no id), and the server keeps serving: the
+// SDK's stdio reader would end the connection, and serve, on any of them.
+func TestStdioMalformed(t *testing.T) {
+	s := newServer(t, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- s.ServeStdio(context.Background(), inR, outW) }()
+	defer func() { _ = inW.Close(); _ = outW.Close() }()
+	answers := make(chan map[string]any, 1024)
+	go func() {
+		dec := json.NewDecoder(outR)
+		for {
+			var m map[string]any
+			if dec.Decode(&m) != nil {
+				close(answers)
+				return
+			}
+			answers <- m
+		}
+	}()
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		"{", "[]", "[1]", "null", "1", `"x"`, "\x00\xff", `{"jsonrpc":"2.0"}`, `{"jsonrpc":"1.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"ping"}`, `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":5}`, `[{"jsonrpc":"2.0","id":8,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}`,
+	}
+	valid := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"x"}}}`
+	for i := range 300 {
+		b := []byte(valid)
+		b[(i*7919)%len(b)] = byte(i*31 + 1)
+		lines = append(lines, strings.ReplaceAll(string(b[:len(b)-i%len(b)]), "\n", " "))
+	}
+	lines = append(lines, `{"jsonrpc":"2.0","id":"last","method":"ping"}`)
+	go func() {
+		for _, l := range lines {
+			if _, err := io.WriteString(inW, l+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case m, ok := <-answers:
+			if !ok {
+				t.Fatalf("the server's output ended: %v", <-served)
+			}
+			if m["id"] == "last" {
+				if m["result"] == nil {
+					t.Errorf("the last ping: %v", m)
+				}
+				return
+			}
+		case err := <-served:
+			t.Fatalf("the stdio server ended: %v", err)
+		case <-timeout:
+			t.Fatal("no answer to the last ping within a minute")
+		}
+	}
+}

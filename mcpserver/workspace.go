@@ -34,6 +34,7 @@ type workspace struct {
 	owner  string    // the client's key
 	used   time.Time // when it was last handed out or released
 	busy   int       // executions running in it
+	gone   bool      // removed: deleted once its executions end
 }
 
 func newWorkspaces(root string, ttl time.Duration) *workspaces {
@@ -100,7 +101,7 @@ func (w *workspaces) acquire(h, owner string) (*workspace, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ws := w.byID[h]
-	if ws == nil || ws.owner != owner || w.expired(ws) {
+	if ws == nil || ws.owner != owner || ws.gone || w.expired(ws) {
 		return nil, errNoWorkspace
 	}
 	ws.busy++
@@ -108,16 +109,24 @@ func (w *workspaces) acquire(h, owner string) (*workspace, error) {
 	return ws, nil
 }
 
-// release ends one execution's use of ws: its idle time starts again.
+// release ends one execution's use of ws: its idle time starts again, or,
+// if it was removed meanwhile, it is deleted now that nothing uses it.
 func (w *workspaces) release(ws *workspace) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	ws.busy--
 	ws.used = w.now()
+	del := ws.gone && ws.busy == 0 && w.byID[ws.handle] == ws
+	if del {
+		delete(w.byID, ws.handle)
+	}
+	w.mu.Unlock()
+	if del {
+		_ = os.RemoveAll(ws.dir)
+	}
 }
 
 func (w *workspaces) expired(ws *workspace) bool {
-	return ws.busy == 0 && w.now().Sub(ws.used) >= w.ttl
+	return ws.busy == 0 && (ws.gone || w.now().Sub(ws.used) >= w.ttl)
 }
 
 // remove deletes workspace h now, or as soon as its executions end.
@@ -129,8 +138,8 @@ func (w *workspaces) remove(h string) {
 		return
 	}
 	if ws.busy > 0 {
-		// Its executions are being cancelled; the sweep deletes it.
-		ws.used = time.Time{}
+		// Its executions are being cancelled: the last to end deletes it.
+		ws.gone = true
 		w.mu.Unlock()
 		return
 	}
