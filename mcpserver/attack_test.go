@@ -49,15 +49,6 @@ func post(t *testing.T, url, token, body string, hdr map[string]string) (*http.R
 	return resp, string(b)
 }
 
-// knownBug skips a test whose attack succeeds today, unless
-// CRUCIBLE_ATTACK_BUGS=1 (to check a fix, or that the attack still works).
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("CRUCIBLE_ATTACK_BUGS") != "1" {
-		t.Skip("BUG: " + what)
-	}
-}
-
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 // summaryLines counts the lines of a text summary that start like the
@@ -678,7 +669,6 @@ func TestAttackProgressAfterEnd(t *testing.T) {
 // largest size pass. With workspaces living a TTL each, the host's disk (or
 // RAM, when /tmp is a tmpfs) fills.
 func TestAttackWorkspaceDisk(t *testing.T) {
-	knownBug(t, "a serve workspace (a host directory) has no size bound: a program writes many files of RLIMIT_FSIZE each (reported)")
 	testenv.NeedRoot(t, "builds real jails")
 	s := newServer(t, nil)
 	cs := connect(t, s)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -212,7 +211,7 @@ func (s *Server) runProgram(ctx context.Context, se *session, ws *workspace, cli
 		}
 		ws, aerr := s.spaces.adopt(dir, client)
 		if aerr != nil {
-			_ = os.RemoveAll(dir) // the server is closing
+			drop(dir) // the server is closing
 			return nil, nil, cmp.Or(err, aerr)
 		}
 		s.own(se, ws)

@@ -135,7 +135,7 @@ func New(o Options) (*Server, error) {
 		o: o, cfg: o.Config, log: log,
 		gate:     newGate(sv.MaxConcurrent, time.Duration(sv.BusyWait)),
 		rate:     newRateLimiter(sv.Rate, sv.Burst),
-		spaces:   newWorkspaces(root, time.Duration(sv.WorkspaceTTL)),
+		spaces:   newWorkspaces(root, time.Duration(sv.WorkspaceTTL), int64(o.Config.Sandbox.TmpSize)),
 		stats:    newMetrics(o.Tools.Servers()),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -202,7 +202,7 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	s.spaces.close()
-	return os.RemoveAll(s.spaces.root)
+	return os.Remove(s.spaces.root)
 }
 
 // warmWorkspace gives a warm jail its directory, deleted if no execution
@@ -212,7 +212,7 @@ func (s *Server) warmWorkspace() (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	return dir, func() { _ = os.RemoveAll(dir) }, nil
+	return dir, func() { drop(dir) }, nil
 }
 
 // sweep deletes idle workspaces, a few times per TTL.

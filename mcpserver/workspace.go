@@ -4,9 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // errNoWorkspace is the one answer for a handle that does not exist, has
@@ -21,6 +24,7 @@ var errNoWorkspace = errors.New("unknown or expired workspace handle; omit works
 type workspaces struct {
 	root string // a directory of our own, mode 0700
 	ttl  time.Duration
+	size int64 // bytes one workspace may hold
 	now  func() time.Time
 
 	mu     sync.Mutex
@@ -37,9 +41,16 @@ type workspace struct {
 	gone   bool      // removed: deleted once its executions end
 }
 
-func newWorkspaces(root string, ttl time.Duration) *workspaces {
-	return &workspaces{root: root, ttl: ttl, now: time.Now, byID: map[string]*workspace{}}
+func newWorkspaces(root string, ttl time.Duration, size int64) *workspaces {
+	return &workspaces{root: root, ttl: ttl, size: size, now: time.Now, byID: map[string]*workspace{}}
 }
+
+// maxPerClient bounds the workspaces one client holds: past it, its least
+// recently used idle one is deleted to make room.
+const maxPerClient = 32
+
+// errUnbounded says that a workspace cannot be bounded here.
+var errUnbounded = errors.New("workspaces: each is a tmpfs of bounded size (sandbox.tmp_size), which only root can mount: run crucible serve as root")
 
 // create makes an empty workspace for owner, in use (release it).
 func (w *workspaces) create(owner string) (*workspace, error) {
@@ -51,27 +62,33 @@ func (w *workspaces) create(owner string) (*workspace, error) {
 }
 
 // mkdir makes a directory for a workspace, not yet anyone's (a warm jail's,
-// until an execution takes it).
+// until an execution takes it): a tmpfs of w.size, since a workspace
+// outlives its execution and the jail's limits with it (a program could
+// fill the host's disk, one file of the file size limit after another).
 func (w *workspaces) mkdir() (string, error) {
 	dir, err := os.MkdirTemp(w.root, "dir")
 	if err != nil {
 		return "", err
 	}
 	// The sandbox refuses a root-owned workspace (the code would write as
-	// root): give it to nobody. Its parent, ours and 0700, keeps every
-	// other user of the host out, so it may be open to all, for jails
-	// whose writes cannot be idmapped to its owner.
-	if os.Geteuid() == 0 {
-		if err := os.Chown(dir, nobody, nobody); err != nil {
-			_ = os.Remove(dir)
-			return "", err
+	// root): it is nobody's. Its parent, ours and 0700, keeps every other
+	// user of the host out, so it may be open to all, for jails whose
+	// writes cannot be idmapped to its owner.
+	opts := fmt.Sprintf("size=%d,mode=0777,uid=%d,gid=%d", w.size, nobody, nobody)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		_ = os.Remove(dir)
+		if errors.Is(err, unix.EPERM) {
+			return "", errUnbounded
 		}
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		_ = os.RemoveAll(dir)
-		return "", err
+		return "", fmt.Errorf("workspaces: mounting a tmpfs: %w", err)
 	}
 	return dir, nil
+}
+
+// drop deletes a workspace's directory, whatever it holds.
+func drop(dir string) {
+	_ = unix.Unmount(dir, unix.MNT_DETACH)
+	_ = os.RemoveAll(dir) // only the mount point is left
 }
 
 // adopt makes dir, from mkdir, owner's workspace, in use (release it). The
@@ -82,13 +99,39 @@ func (w *workspaces) adopt(dir, owner string) (*workspace, error) {
 	h := "ws_" + hex.EncodeToString(b)
 	ws := &workspace{handle: h, dir: dir, owner: owner, used: w.now(), busy: 1}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
-		_ = os.RemoveAll(dir)
+		w.mu.Unlock()
+		drop(dir)
 		return nil, errClosed
 	}
+	evicted := w.evict(owner)
 	w.byID[h] = ws
+	w.mu.Unlock()
+	if evicted != "" {
+		drop(evicted)
+	}
 	return ws, nil
+}
+
+// evict makes room for one more of owner's workspaces: past maxPerClient,
+// its least recently used idle one goes. It returns the directory to drop.
+func (w *workspaces) evict(owner string) string {
+	n := 0
+	var lru *workspace
+	for _, ws := range w.byID {
+		if ws.owner != owner {
+			continue
+		}
+		n++
+		if ws.busy == 0 && (lru == nil || ws.used.Before(lru.used)) {
+			lru = ws
+		}
+	}
+	if n < maxPerClient || lru == nil {
+		return ""
+	}
+	delete(w.byID, lru.handle)
+	return lru.dir
 }
 
 // nobody is the owner of a workspace's directory.
@@ -121,7 +164,7 @@ func (w *workspaces) release(ws *workspace) {
 	}
 	w.mu.Unlock()
 	if del {
-		_ = os.RemoveAll(ws.dir)
+		drop(ws.dir)
 	}
 }
 
@@ -145,7 +188,7 @@ func (w *workspaces) remove(h string) {
 	}
 	delete(w.byID, h)
 	w.mu.Unlock()
-	_ = os.RemoveAll(ws.dir)
+	drop(ws.dir)
 }
 
 // sweep deletes the workspaces idle for ttl.
@@ -160,7 +203,7 @@ func (w *workspaces) sweep() {
 	}
 	w.mu.Unlock()
 	for _, d := range gone {
-		_ = os.RemoveAll(d)
+		drop(d)
 	}
 }
 
@@ -190,6 +233,6 @@ func (w *workspaces) close() {
 	w.byID = map[string]*workspace{}
 	w.mu.Unlock()
 	for _, ws := range all {
-		_ = os.RemoveAll(ws.dir)
+		drop(ws.dir)
 	}
 }
