@@ -73,6 +73,11 @@ func forkCommand(s *Spec) (int, int) {
 	if err := setIDs(-1, 0, -1, -1, 0, -1); err != nil {
 		return 0, fail("capabilities", "%v", err)
 	}
+	// Each change of effective id set init's dump flag to the host's
+	// fs.suid_dumpable: clear it again.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return 0, fail("capabilities", "clearing the dumpable flag: %v", err)
+	}
 
 	if err := restrictFS(); err != nil {
 		if !s.LandlockMay || !errors.Is(err, errLandlockUnavailable) {
