@@ -1,0 +1,29 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// The README's crucible.yaml reference is a file Parse takes.
+func TestReadmeExample(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "### `crucible.yaml`")
+	if i < 0 {
+		t.Fatal("the README has no crucible.yaml section")
+	}
+	start := strings.Index(s[i:], "```yaml\n")
+	if start < 0 {
+		t.Fatal("the crucible.yaml section has no yaml block")
+	}
+	block := s[i+start+len("```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	if _, err := Parse([]byte(block), "README.md"); err != nil {
+		t.Errorf("the README's example: %v", err)
+	}
+}
