@@ -201,25 +201,11 @@ func TestAttackEndedSessionWorkspaceOutlives(t *testing.T) {
 		_, _ = a.CallTool(callCtx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
 			"code": `await new Promise(r => setTimeout(r, 50000)); return 1`}})
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for s.gate.running() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the long execution did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitRunning(t, s)
 	// End the session (DELETE) while its program runs: the client's own
 	// Close waits for its calls.
-	req, _ := http.NewRequest("DELETE", url+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer "+tokenA)
-	req.Header.Set("Mcp-Session-Id", a.ID())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("DELETE of the session: %s", resp.Status)
+	if code := deleteSession(t, url, tokenA, a.ID()); code/100 != 2 {
+		t.Fatalf("DELETE of the session: %d", code)
 	}
 	waitIdle(t, s, "the ended session's execution")
 	cancelCall() // the client does not know its session has ended
@@ -313,16 +299,8 @@ func TestAttackSessionOfAnotherToken(t *testing.T) {
 		t.Errorf("token B in A's session, stateless version: %d %.200s", resp.StatusCode, body)
 	}
 	// DELETE of A's session by B.
-	req, _ := http.NewRequest("DELETE", url+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer "+tokenB)
-	req.Header.Set("Mcp-Session-Id", id)
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = r.Body.Close()
-	if r.StatusCode != http.StatusForbidden {
-		t.Errorf("token B deleting A's session: %d", r.StatusCode)
+	if code := deleteSession(t, url, tokenB, id); code != http.StatusForbidden {
+		t.Errorf("token B deleting A's session: %d", code)
 	}
 }
 
@@ -722,23 +700,9 @@ func TestAttackDeleteOfAnothersSession(t *testing.T) {
 			"code": `await new Promise(r => setTimeout(r, 3000)); return "survived"`}})
 		done <- answer{res, err}
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for s.gate.running() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the execution did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	req, _ := http.NewRequest("DELETE", url+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer "+tokenB)
-	req.Header.Set("Mcp-Session-Id", a.ID())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("B's DELETE of A's session: %s", resp.Status)
+	waitRunning(t, s)
+	if code := deleteSession(t, url, tokenB, a.ID()); code != http.StatusForbidden {
+		t.Errorf("B's DELETE of A's session: %d", code)
 	}
 	got := <-done
 	if got.err != nil || got.res.IsError || !strings.Contains(text(got.res), "survived") {

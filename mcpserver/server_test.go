@@ -437,9 +437,7 @@ func TestBusyAndRate(t *testing.T) {
 		}
 	}()
 	go func() {
-		for s.gate.running() == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitRunning(t, s)
 		close(started)
 	}()
 	<-started
@@ -491,17 +489,41 @@ func waitIdle(t *testing.T, s *Server, what string) {
 	}
 }
 
+// waitRunning waits until an execution runs, failing after a minute.
+func waitRunning(t *testing.T, s *Server) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for s.gate.running() == 0 {
+		if time.Now().After(deadline) {
+			t.Error("no execution started in a minute")
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// deleteSession sends DELETE for the HTTP session id with token, and
+// returns the status.
+func deleteSession(t *testing.T, url, token, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest("DELETE", url+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
 // A client that gives up (cancels its call, or hangs up) stops the
 // execution: its jail is killed at once, not at its time limit.
 func TestCancel(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	s := newServer(t, func(c *config.Config) { c.Sandbox.Timeout = config.Duration(120 * time.Second) })
 	long := map[string]any{"code": `await new Promise(r => setTimeout(r, 100000)); return 1`}
-	running := func() {
-		for s.gate.running() == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	running := func() { waitRunning(t, s) }
 
 	// Over stdio: the client cancels the call (notifications/cancelled).
 	cs := connect(t, s)

@@ -89,15 +89,17 @@ func (g *stdioGuard) check(line []byte) []byte {
 		return line
 	}
 	text := bytes.TrimSpace(line)
-	switch {
-	case len(text) == 0:
+	if len(text) == 0 {
 		return nil
-	case depth(text) > maxDepth:
-		g.answer(topLevelID(text), -32600, fmt.Sprintf("invalid request: nested more than %d levels deep", maxDepth))
+	}
+	depth, id := shape(text)
+	switch {
+	case depth > maxDepth:
+		g.answer(id, -32600, fmt.Sprintf("invalid request: nested more than %d levels deep", maxDepth))
 	case !json.Valid(text):
 		g.answer(nil, -32700, "parse error: the line is not JSON")
 	case !messages(text):
-		g.answer(topLevelID(text), -32600, "invalid request: not a JSON-RPC message (batches are not taken)")
+		g.answer(id, -32600, "invalid request: not a JSON-RPC message (batches are not taken)")
 	default:
 		return line
 	}
@@ -140,36 +142,10 @@ func (g *stdioGuard) answer(id []byte, code int, msg string) {
 	_, _ = fmt.Fprintf(g.out, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`+"\n", id, code, msg)
 }
 
-// depth is the deepest nesting of arrays and objects in a JSON text,
-// strings skipped.
-func depth(b []byte) int {
-	d, most, inString, escaped := 0, 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			d++
-			most = max(most, d)
-		case c == ']' || c == '}':
-			d--
-		}
-	}
-	return most
-}
-
-// topLevelID finds the value of the "id" member of the outermost object,
-// if it is a number or a string; nil otherwise.
-func topLevelID(b []byte) []byte {
+// shape reads what the guard needs of a JSON text in one pass, strings
+// skipped: how deeply it nests, and the value of the outermost object's
+// "id" member if that is a number or a string (else nil).
+func shape(b []byte) (depth int, id []byte) {
 	d, inString, escaped, start := 0, false, false, -1
 	for i, c := range b {
 		switch {
@@ -181,19 +157,20 @@ func topLevelID(b []byte) []byte {
 				escaped = true
 			case c == '"':
 				inString = false
-				if d == 1 && bytes.Equal(b[start:i+1], []byte(`"id"`)) {
-					return idValue(b[i+1:])
+				if id == nil && d == 1 && bytes.Equal(b[start:i+1], []byte(`"id"`)) {
+					id = idValue(b[i+1:])
 				}
 			}
 		case c == '"':
 			inString, start = true, i
 		case c == '[' || c == '{':
 			d++
+			depth = max(depth, d)
 		case c == ']' || c == '}':
 			d--
 		}
 	}
-	return nil
+	return depth, id
 }
 
 // idValue reads `: value` where value is a number or a string without
