@@ -34,12 +34,12 @@ const usage = `crucible runs untrusted code in a fresh, fail-closed Linux sandbo
 Usage:
   crucible exec [flags] -- CMD [ARGS...]   run a command in a new jail
   crucible run [flags] FILE|-              run a TypeScript, JavaScript or Python program in a new jail
-  crucible serve [--http ADDR]            serve MCP (execute, search_tools) on stdio or HTTP
+  crucible serve [--http ADDR]             serve MCP (execute, search_tools) on stdio or HTTP
   crucible tools [--json | --ts]           list the tools of the configured MCP servers
   crucible doctor                          check what this kernel supports
   crucible version                         print the version
 
-Run 'crucible exec -h' or 'crucible run -h' for their flags.
+Run 'crucible exec -h', 'crucible run -h' or 'crucible serve -h' for their flags.
 `
 
 // Run runs the crucible command line args (without the program name).

@@ -22,8 +22,8 @@ import (
 const serveUsage = `Usage: crucible serve [--config FILE] [--http ADDR] [--metrics ADDR]
 
 Serves MCP in "code mode": an agent gets two tools, search_tools (find the
-tools of the configured MCP servers) and execute (run a program that calls
-them, in a fresh jail). Without --http it speaks MCP on stdin and stdout,
+tools of the configured MCP servers, and the HTTP APIs) and execute (run a
+program that calls them, in a fresh jail). Without --http it speaks MCP on stdin and stdout,
 for Claude Desktop, Claude Code and other clients that start it.
 
 With --http it serves Streamable HTTP at http://ADDR/mcp, plus /healthz,
