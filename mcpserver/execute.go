@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -438,13 +436,6 @@ func clientOf(req *mcp.CallToolRequest) string {
 		return req.Extra.TokenInfo.UserID
 	}
 	return "stdio"
-}
-
-// tokenID is the client key of a bearer token: a hash, so that no token is
-// kept in the server's maps or logs.
-func tokenID(token string) string {
-	h := sha256.Sum256([]byte(token))
-	return "token:" + hex.EncodeToString(h[:8])
 }
 
 // summary is the text the model reads of a result.

@@ -3,10 +3,10 @@ package mcpserver
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,21 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// ServeStdio serves one client on in and out (the process's stdin and
-// stdout) until it disconnects or ctx ends. A JSON-RPC line longer than
-// the request body bound is refused, as over HTTP.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	maxLine := int(s.cfg.Serve.MaxBody)
-	guard, w := newStdioGuard(in, out, maxLine)
-	return s.sessionful.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(guard), Writer: w, MaxLineLength: maxLine})
-}
-
-// ServeTransport serves one client on t (a test's in-memory transport, or
-// any other), as ServeStdio does.
-func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
-	return s.sessionful.Run(ctx, t)
-}
 
 // Two eras of MCP over HTTP live at one endpoint. A 2025-11-25 client (or
 // older) starts with initialize and holds a session (Mcp-Session-Id); the
@@ -68,14 +53,13 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		id, forget := s.requests.add(r.Context().Done())
 		defer forget()
 		r.Header.Set(requestHeader, id)
-		if sid := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && sid != "" {
+		sid := r.Header.Get("Mcp-Session-Id")
+		if ti := auth.TokenInfoFromContext(r.Context()); r.Method == http.MethodDelete && sid != "" && ti != nil {
 			// The SDK's Close of the session waits for its calls: stop
 			// their executions first (only the session's own client may).
-			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-				s.endSession(sid, ti.UserID)
-			}
+			s.endSession(sid, ti.UserID)
 		}
-		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("MCP-Protocol-Version") >= statelessVersion {
+		if sid == "" && r.Header.Get("MCP-Protocol-Version") >= statelessVersion {
 			stateless.ServeHTTP(w, r)
 			return
 		}
@@ -107,6 +91,13 @@ func (s *Server) ops() *http.ServeMux {
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", s.stats.handler())
 	return mux
+}
+
+// tokenID is the client key of a bearer token: a hash, so that no token is
+// kept in the server's maps or logs.
+func tokenID(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return "token:" + hex.EncodeToString(h[:8])
 }
 
 // ready answers 200 when the warm pools have jails ready (or have served

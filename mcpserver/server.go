@@ -163,13 +163,6 @@ func New(o Options) (*Server, error) {
 			}
 			s.pools[l] = p
 		}
-		s.stats.gauge("crucible_pool_ready", "Warm jails waiting for work.", func() float64 {
-			n := 0
-			for _, p := range s.pools {
-				n += p.Stats().Ready
-			}
-			return float64(n)
-		})
 		poolCount := func(f func(sandbox.PoolStats) int64) func() float64 {
 			return func() float64 {
 				var n int64
@@ -179,6 +172,7 @@ func New(o Options) (*Server, error) {
 				return float64(n)
 			}
 		}
+		s.stats.gauge("crucible_pool_ready", "Warm jails waiting for work.", poolCount(func(st sandbox.PoolStats) int64 { return int64(st.Ready) }))
 		s.stats.counter("crucible_pool_warm_total", "Executions in a fresh workspace that found a warm jail ready.", poolCount(func(st sandbox.PoolStats) int64 { return st.Warm }))
 		s.stats.counter("crucible_pool_cold_total", "Executions in a fresh workspace that waited for their jail to be built.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
 	}
@@ -234,7 +228,7 @@ func (s *Server) sweep() {
 // instructions teach the model the tools API in a few lines.
 const instructions = `Crucible runs your code in a fresh, locked-down sandbox. Use it to call many tools in one step.
 
-1. search_tools {query} finds the tools of the connected MCP servers (detail "full" gives their TypeScript declarations; an empty query lists the servers).
+1. search_tools {query} finds the tools of the connected MCP servers and the HTTP APIs you may call with fetch (detail "full" gives the tools' TypeScript declarations and the APIs' docs; an empty query lists them all).
 2. execute {code} runs a TypeScript program (language "js", "py" or "deno" for others). Call tools as: const r = await tools.<server>.<tool>({...args}); the value of a final "return" is the result. Python: from crucible import tools; tools.<server>.<tool>(...).
 3. Files written to /workspace stay for the next execute that passes back the result's "workspace" handle (and within one MCP session).
 

@@ -3,11 +3,29 @@ package mcpserver
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// ServeStdio serves one client on in and out (the process's stdin and
+// stdout) until it disconnects or ctx ends. A JSON-RPC line longer than
+// the request body bound is refused, as over HTTP.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	maxLine := int(s.cfg.Serve.MaxBody)
+	guard, w := newStdioGuard(in, out, maxLine)
+	return s.sessionful.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(guard), Writer: w, MaxLineLength: maxLine})
+}
+
+// ServeTransport serves one client on t (a test's in-memory transport, or
+// any other), as ServeStdio does.
+func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	return s.sessionful.Run(ctx, t)
+}
 
 // maxDepth bounds how deeply one JSON-RPC message over stdio may nest.
 const maxDepth = 256
