@@ -101,6 +101,21 @@ func redactor(cfg Server, home string) *strings.Replacer {
 			ps = append(ps, pair{v, "[redacted]"})
 		}
 	}
+	// A URL's query and userinfo may hold a key: the URL as written (which
+	// errors quote) becomes its origin and path, and each such value goes.
+	if u, err := url.Parse(cfg.URL); err == nil && (u.RawQuery != "" || u.User != nil) {
+		ps = append(ps, pair{cfg.URL, u.Scheme + "://" + u.Host + u.Path})
+		if p, ok := u.User.Password(); ok && len(p) >= 6 {
+			ps = append(ps, pair{p, "[redacted]"})
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if len(v) >= 6 {
+					ps = append(ps, pair{v, "[redacted]"}, pair{url.QueryEscape(v), "[redacted]"})
+				}
+			}
+		}
+	}
 	if cfg.Command != "" {
 		base := cfg.Command[strings.LastIndexByte(cfg.Command, '/')+1:]
 		if strings.Contains(cfg.Command, "/") {
@@ -354,10 +369,12 @@ func (s *server) tools(ctx context.Context) ([]Tool, error) {
 		if s.cfg.Policy.refuses(t.Name) != "" {
 			continue
 		}
+		// The schemas too: descriptions and defaults are where a server
+		// names its allowed directories and the like.
 		list = append(list, Tool{Server: s.name, Name: t.Name,
 			Description:  s.redact.Replace(t.Description),
-			InputSchema:  t.InputSchema,
-			OutputSchema: t.OutputSchema})
+			InputSchema:  s.redactValue(t.InputSchema),
+			OutputSchema: s.redactValue(t.OutputSchema)})
 	}
 	slices.SortFunc(list, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	if list == nil {
@@ -435,6 +452,26 @@ func (s *server) failed(sess *mcp.ClientSession, tool string, err error) error {
 	cause := s.redact.Replace(err.Error())
 	s.drop(sess, errors.New("it stopped during a call: "+cause))
 	return fmt.Errorf("tool server %s failed during the call of %s (%s); it is restarted for the next call", s.name, what, cause)
+}
+
+// redactValue is v, a JSON value, with redactJSON's replacements; nil if
+// it cannot be encoded (a schema that is not JSON is no schema).
+func (s *server) redactValue(v any) any {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	if b, err = s.redactJSON(b); err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
 }
 
 // redactJSON redacts the server's credentials and paths from the strings

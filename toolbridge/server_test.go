@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -98,7 +99,12 @@ func testServer(home string, canCrash bool) *mcp.Server {
 			r.IsError = true
 			return r, nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "leak", Description: "Returns its token."},
+	// Its schema names the host's home and the token: both are redacted
+	// from what the code is shown.
+	leakSchema := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+		"path": {Type: "string", Description: "a file under " + home + "; the token is " + os.Getenv("CANARY")},
+	}}
+	mcp.AddTool(s, &mcp.Tool{Name: "leak", Description: "Returns its token.", InputSchema: leakSchema},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return text(`{"token": "token=` + os.Getenv("CANARY") + `", "n": 4242424}`), nil, nil
 		})

@@ -293,8 +293,22 @@ func TestRedaction(t *testing.T) {
 	}
 	tools, _ := b.Tools(testCtx(t))
 	js, _ := json.Marshal(tools)
-	if strings.Contains(string(js), canary) {
-		t.Error("the tool list holds the canary")
+	if strings.Contains(string(js), canary) || (home != "" && strings.Contains(string(js), home)) {
+		t.Errorf("the tool list holds the canary or the home directory: %s", js)
+	}
+	if !strings.Contains(string(js), "a file under ~; the token is [redacted]") {
+		t.Errorf("the leak tool's schema is not in the list, redacted: %s", js)
+	}
+}
+
+// A URL's key (in its query or userinfo) is redacted from the errors that
+// quote the URL.
+func TestRedactURL(t *testing.T) {
+	r := redactor(Server{URL: "http://user:" + canary + "@127.0.0.1:1/mcp?api_key=" + canary + "&v=1"}, "")
+	msg := `Post "http://user:` + canary + `@127.0.0.1:1/mcp?api_key=` + canary + `&v=1": dial tcp: refused; key ` + canary
+	got := r.Replace(msg)
+	if strings.Contains(got, canary) || !strings.Contains(got, `Post "http://127.0.0.1:1/mcp": dial tcp`) {
+		t.Errorf("redacted: %q", got)
 	}
 }
 

@@ -38,7 +38,10 @@ declare namespace tools {
     /** Returns JSON as text. */
     function json_text(args?: Record<string, unknown>): Promise<unknown>;
     /** Returns its token. */
-    function leak(args?: Record<string, unknown>): Promise<unknown>;
+    function leak(args?: {
+      /** a file under ~; the token is [redacted] */
+      path?: string;
+    }): Promise<unknown>;
     /** Returns its process id. */
     function pid(args?: Record<string, unknown>): Promise<unknown>;
     /** Returns structured content. */
