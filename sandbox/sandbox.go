@@ -235,6 +235,8 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	if x.tools != nil {
 		res.Violations = append(res.Violations, x.tools.violations...)
 	}
+	// Before the audit trail gets them, as the result does below.
+	x.secrets.redactViolations(res.Violations)
 	for _, v := range res.Violations {
 		_ = x.audit.Log(audit.Violation{Exec: x.ev.Exec, Violation: v})
 	}
@@ -277,10 +279,7 @@ func (x *execution) redact(out *Result) {
 	if out.Error != nil {
 		out.Error.Name, out.Error.Message, out.Error.Stack = e.redact(out.Error.Name), e.redact(out.Error.Message), e.redact(out.Error.Stack)
 	}
-	for i := range out.Violations {
-		v := &out.Violations[i]
-		v.Host, v.Reason = e.redact(v.Host), e.redact(v.Reason)
-	}
+	e.redactViolations(out.Violations)
 }
 
 // release ends what the execution holds besides its jail, once the jail's

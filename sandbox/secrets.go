@@ -21,6 +21,7 @@ import (
 	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/netpolicy"
 	"github.com/cruciblehq/crucible/secrets"
+	"github.com/cruciblehq/crucible/violation"
 )
 
 // Secrets are a configuration's credentials, read once from their sources
@@ -77,7 +78,8 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 			return nil, secretRuleError(cfg, at, err)
 		}
 		s.hosts[name] = p
-		s.rules = append(s.rules, hosts...)
+		// Those of its APIs are allowed with the APIs (apiNetwork).
+		s.rules = append(s.rules, sec.Hosts...)
 	}
 	var err error
 	if s.apis, err = compileAPIs(cfg); err != nil {
@@ -312,6 +314,17 @@ func (e *execSecrets) redact(t string) string {
 		return t
 	}
 	return e.set.RedactString(t)
+}
+
+// redactViolations turns the real values in vs' hosts and reasons back
+// into placeholders.
+func (e *execSecrets) redactViolations(vs []violation.Violation) {
+	if e == nil {
+		return
+	}
+	for i := range vs {
+		vs[i].Host, vs[i].Reason = e.redact(vs[i].Host), e.redact(vs[i].Reason)
+	}
 }
 
 // redactErr is err with the real values in its text turned into

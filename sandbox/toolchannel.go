@@ -296,9 +296,11 @@ func (c *toolChannel) handle(req request, slot int) response {
 	case "apis":
 		// Without a query, every API; with one, those it matches, each
 		// with the operations or sections it found.
-		list := c.apis.List()
+		var list []apis.Info
 		if req.Query != "" {
 			list = c.apis.Find(req.Query)
+		} else {
+			list = c.apis.List()
 		}
 		res.Result, _ = json.Marshal(list)
 		return res
