@@ -36,7 +36,7 @@ type program struct {
 func transpile(src, name string, ts bool) (*program, *lang.Error) {
 	p, serr := transform(scriptPrefix+src+scriptSuffix, name, ts)
 	if serr == nil {
-		p.skip, p.lines = 1, len(lineBreak().FindAllStringIndex(src, -1))+1
+		p.skip, p.lines = 1, lineCount(src)
 		return p, nil
 	}
 	p, merr := transform(src, name, ts)
@@ -59,6 +59,13 @@ func transpile(src, name string, ts bool) (*program, *lang.Error) {
 type parseError struct {
 	msg       string
 	line, col int
+}
+
+// lineCount counts src's lines as lineBreak splits them, without
+// allocating (every program is counted).
+func lineCount(src string) int {
+	return 1 + strings.Count(src, "\n") + strings.Count(src, "\r") - strings.Count(src, "\r\n") +
+		strings.Count(src, "\u2028") + strings.Count(src, "\u2029")
 }
 
 // lineBreak is JavaScript's line terminators, by which esbuild counts lines.

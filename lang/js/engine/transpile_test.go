@@ -41,3 +41,12 @@ func FuzzTranspile(f *testing.F) {
 		}
 	})
 }
+
+// lineCount agrees with lineBreak, which esbuild's count follows.
+func TestLineCount(t *testing.T) {
+	for _, src := range []string{"", "a", "a\n", "a\r\nb", "a\rb\nc", "\r\n\r\n", "a\u2028b\u2029c", "\n\r"} {
+		if got, want := lineCount(src), len(lineBreak().FindAllStringIndex(src, -1))+1; got != want {
+			t.Errorf("lineCount(%q) = %d; want %d", src, got, want)
+		}
+	}
+}
