@@ -633,7 +633,8 @@ func (r *Runtimes) validate() error {
 	return nil
 }
 
-var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+// envName is a valid environment variable name: an identifier.
+var envName = identifier
 
 func (s *Sandbox) validate() error {
 	if s.Timeout <= 0 || time.Duration(s.Timeout) > maxTimeout {
