@@ -36,7 +36,7 @@ func TestCommandCredentials(t *testing.T) {
 func TestInitKeepsNoRestrictedThread(t *testing.T) {
 	testenv.NeedRoot(t, "the cgroup layer")
 	s := spec("/bin/sh", "-c", `for i in $(seq 50); do
-		grep -q '^NoNewPrivs:.1' /proc/1/task/*/status || { echo clean; exit 0; }
+		grep -q '^NoNewPrivs:.0' /proc/1/task/*/status && ! grep -q '^NoNewPrivs:.1' /proc/1/task/*/status && { echo clean; exit 0; }
 		sleep 0.1
 	done; grep -H -E '^(Uid|CapEff|NoNewPrivs|Seccomp):' /proc/1/task/*/status`)
 	var out bytes.Buffer
