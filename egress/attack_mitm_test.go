@@ -25,19 +25,17 @@ import (
 )
 
 // upstreamSaw returns the requests the TLS upstream received, once the
-// relay had time to deliver any that were in flight: a refusal answers
-// the jail before anything else could have gone out, so a short bounded
-// wait for stragglers is enough.
+// relay had time to deliver any that were in flight: they must stay the
+// same for a whole second (a slow machine delivers a leaked request late,
+// and the test would then pass without having looked at it).
 func upstreamSaw(f *secretFix) []seenReq {
-	deadline := time.Now().Add(time.Second)
 	_, reqs := f.up.seen()
-	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		_, again := f.up.seen()
-		if len(again) == len(reqs) {
-			break
+	stable := time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && time.Since(stable) < time.Second; {
+		time.Sleep(100 * time.Millisecond)
+		if _, again := f.up.seen(); len(again) != len(reqs) {
+			reqs, stable = again, time.Now()
 		}
-		reqs = again
 	}
 	return reqs
 }

@@ -362,5 +362,5 @@ func truncate(s string) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return strings.ToValidUTF8(s[:n], "") + "…" // not half a character
 }
