@@ -148,7 +148,7 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	}
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
-		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: s.Files,
+		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: childFiles(s.Files),
 		ReadOnly: s.ReadOnly, Skills: s.Skills, Self: s.Self, TmpSize: s.TmpSize,
 		Rootless: rootless,
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
@@ -655,25 +655,6 @@ func startError(err error) error {
 	return cloneError(errno, "the jail's init")
 }
 
-// cloneError names the layer that a clone failing with errno points at.
-// what is the process that could not be made.
-func cloneError(errno syscall.Errno, what string) *SetupError {
-	switch errno {
-	case unix.EPERM, unix.ENOSPC, unix.EUSERS:
-		// Refused (unprivileged user namespaces off, or an LSM), a
-		// namespace count at its maximum, or nested too deep.
-		return &SetupError{Layer: LayerUserns, Msg: "cannot create the namespaces of " + what + ": " + errno.Error(),
-			Fix: "allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0) or run as root; see 'crucible doctor'"}
-	case unix.EAGAIN:
-		return &SetupError{Layer: LayerPids, Msg: "no room for " + what + " under the process limit (the jail's pids limit, or the host's)",
-			Fix: fmt.Sprintf("raise the pids limit (at least %d), or the host's process limits (ulimit -u, kernel.threads-max)", MinPids)}
-	case unix.ENOMEM:
-		return &SetupError{Layer: LayerMemory, Msg: "no memory for " + what + " (the jail's memory limit, or the host's)",
-			Fix: "raise the memory limit, or free memory on the host"}
-	}
-	return &SetupError{Layer: "namespaces", Msg: "cannot start " + what + ": " + errno.Error(), Fix: "see 'crucible doctor'"}
-}
-
 func cgroupFix() string {
 	if os.Geteuid() != 0 {
 		return "run as root, or inside a delegated cgroup v2 (systemd-run --user --scope -p Delegate=yes ...), or pass --allow-degraded cgroup"
@@ -815,7 +796,7 @@ func (m *monitor) read(fd int) {
 		switch {
 		case msg.Error != nil:
 			if m.setupErr == nil {
-				m.setupErr = msg.Error
+				m.setupErr = (*SetupError)(msg.Error)
 			}
 		case msg.Degraded != "":
 			m.degraded = append(m.degraded, msg.Degraded)

@@ -13,9 +13,6 @@ import (
 // both ways.
 func TestWire(t *testing.T) {
 	pairs := []struct{ ours, theirs any }{
-		{childSpec{}, child.Spec{}},
-		{childMsg{}, child.Msg{}},
-		{exitStatus{}, child.ExitStatus{}},
 		{SetupError{}, child.SetupError{}},
 		{File{}, child.File{}},
 	}

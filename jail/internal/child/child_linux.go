@@ -287,9 +287,10 @@ func errnoInsteadOfNotify(prog []seccomp.Instruction) []seccomp.Instruction {
 	return out
 }
 
-// cloneError names the layer that a clone failing with errno points at.
-// what is the process that could not be made.
-func cloneError(errno syscall.Errno, what string) *SetupError {
+// CloneError names the layer that a clone failing with errno points at.
+// what is the process that could not be made. (The supervisor's clone of
+// init uses it too.)
+func CloneError(errno syscall.Errno, what string) *SetupError {
 	switch errno {
 	case unix.EPERM, unix.ENOSPC, unix.EUSERS:
 		// Refused (unprivileged user namespaces off, or an LSM), a
@@ -376,7 +377,7 @@ func startStage(s *Spec) (pid, code int) {
 	if err != nil {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
-			return 0, failWith(cloneError(errno, "the command's process"))
+			return 0, failWith(CloneError(errno, "the command's process"))
 		}
 		return 0, fail("init", "starting the command's process: %v", err)
 	}

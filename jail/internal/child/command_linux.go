@@ -142,7 +142,7 @@ func forkCommand(s *Spec) (int, int) {
 		return commandFailed(127, "%s: not found in the jail (it sees the host's /usr and the paths bound into it)", s.Args[0])
 	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ENOMEM):
 		errors.As(err, &errno)
-		return 0, failWith(cloneError(errno, "the command's process"))
+		return 0, failWith(CloneError(errno, "the command's process"))
 	}
 	return commandFailed(126, "%s: %v", s.Args[0], err)
 }
