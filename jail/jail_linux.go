@@ -662,15 +662,6 @@ func cgroupFix() string {
 	return "mount the memory, pids and cpu controllers (cgroup v2, or v1 under /sys/fs/cgroup), or pass --allow-degraded cgroup"
 }
 
-func envValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if len(env[i]) > len(key) && env[i][len(key)] == '=' && env[i][:len(key)] == key {
-			return env[i][len(key)+1:]
-		}
-	}
-	return ""
-}
-
 // sameWriter reports whether a and b are the same writer (and not nil), as
 // os/exec decides whether stdout and stderr share a pipe.
 func sameWriter(a, b io.Writer) (same bool) {

@@ -4,9 +4,6 @@ package jail
 
 import "context"
 
-// Hook does nothing where there is no jail.
-func Hook() {}
-
 // Run reports that the jail needs Linux.
 func Run(ctx context.Context, s *Spec) (*Result, error) { return nil, ErrUnsupported }
 

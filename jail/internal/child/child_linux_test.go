@@ -33,3 +33,13 @@ func TestLookPath(t *testing.T) {
 		t.Errorf("a path with a slash is used as is, got %q", p)
 	}
 }
+
+func TestEnvValue(t *testing.T) {
+	env := []string{"PATH=/a", "PATHX=/x", "P=1", "PATH=/b"}
+	if got := envValue(env, "PATH"); got != "/b" {
+		t.Errorf("PATH = %q, want the last one, /b", got)
+	}
+	if got := envValue(env, "PAT"); got != "" {
+		t.Errorf("PAT = %q, want none", got)
+	}
+}

@@ -24,8 +24,7 @@ import (
 )
 
 // Hook runs the worker when this process is one, and then never returns.
-// Call it first thing in main and in TestMain, after jail.Hook (sandbox.Hook
-// calls both).
+// Call it first thing in main and in TestMain (sandbox.Hook does).
 func Hook() {
 	if len(os.Args) > 0 && os.Args[0] == js.Worker {
 		os.Exit(Main(os.Args[1:]))
