@@ -69,16 +69,15 @@ type netLog struct {
 	audit  *audit.Writer
 	redact func(string) string // nil: nothing to redact
 
-	mu         sync.Mutex
-	exec       string // the execution's id, once it has begun
-	use        NetworkUse
-	lines      int
-	violations []violation.Violation
-	index      map[violation.Violation]int // by kind, host, port and reason
+	mu      sync.Mutex
+	exec    string // the execution's id, once it has begun
+	use     NetworkUse
+	lines   int
+	refused violations
 }
 
 func newNetLog(w *audit.Writer) *netLog {
-	return &netLog{audit: w, index: map[violation.Violation]int{}}
+	return &netLog{audit: w}
 }
 
 // begin names the execution the decisions belong to. A warm jail's network
@@ -98,17 +97,7 @@ func (l *netLog) report(e egress.Event) {
 		l.use.BytesIn += e.BytesIn
 	}
 	if !e.Allowed {
-		key := violation.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason}
-		if _, ok := l.index[key]; !ok && len(l.violations) >= maxNetViolations {
-			key = violation.Violation{Kind: e.Kind, Reason: unlisted}
-		}
-		if i, ok := l.index[key]; ok {
-			l.violations[i].Count++
-		} else {
-			l.index[key] = len(l.violations)
-			key.Count = 1
-			l.violations = append(l.violations, key)
-		}
+		l.refused.add(violation.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason})
 	}
 	logIt := l.audit != nil && l.lines < maxNetAudit
 	if logIt {
@@ -148,7 +137,7 @@ func (l *netLog) usage() *NetworkUse {
 func (l *netLog) result() []violation.Violation {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.violations
+	return l.refused.list
 }
 
 // attachNetwork gives spec the network that n allows, if any, and returns

@@ -233,7 +233,7 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 		res.Violations = append(res.Violations, x.net.result()...)
 	}
 	if x.tools != nil {
-		res.Violations = append(res.Violations, x.tools.violations...)
+		res.Violations = append(res.Violations, x.tools.refused.list...)
 	}
 	// Before the audit trail gets them, as the result does below.
 	x.secrets.redactViolations(res.Violations)
@@ -343,14 +343,19 @@ func CheckConfig(cfg *config.Config) error {
 	var re *netpolicy.RuleError
 	if errors.As(err, &re) {
 		// Name the rule as the file does, with its line.
-		path := config.KeyPath("network."+re.List, re.Index, re.Rule)
-		msg := fmt.Sprintf("%s: %q: %v", path, re.Rule, re.Err)
-		if where := cfg.Where(path); where != "" {
-			msg = where + ": " + msg
-		}
-		return errors.New(msg)
+		return keyError(cfg, config.KeyPath("network."+re.List, re.Index, re.Rule), "%q: %v", re.Rule, re.Err)
 	}
 	return err
+}
+
+// keyError is a problem with the key at path of cfg, named as the file
+// names it: "crucible.yaml:7: network.allow[2]: ...".
+func keyError(cfg *config.Config, path, format string, args ...any) error {
+	msg := path + ": " + fmt.Sprintf(format, args...)
+	if where := cfg.Where(path); where != "" {
+		msg = where + ": " + msg
+	}
+	return errors.New(msg)
 }
 
 // CheckAllowRule checks one allow rule as cfg's network would take it (with

@@ -149,12 +149,7 @@ func secretRuleError(cfg *config.Config, at string, err error) error {
 	if !errors.As(err, &re) {
 		return fmt.Errorf("%s.hosts: %w", at, err)
 	}
-	path := config.KeyPath(at+".hosts", re.Index, "")
-	msg := fmt.Sprintf("%s: %q: %v", path, re.Rule, re.Err)
-	if where := cfg.Where(path); where != "" {
-		msg = where + ": " + msg
-	}
-	return errors.New(msg)
+	return keyError(cfg, config.KeyPath(at+".hosts", re.Index, ""), "%q: %v", re.Rule, re.Err)
 }
 
 // checkSecrets checks what config cannot of the secrets and the APIs: that

@@ -128,12 +128,11 @@ type toolChannel struct {
 
 	wmu sync.Mutex // one response line at a time
 
-	mu         sync.Mutex
-	stopped    bool
-	exec       string
-	calls      []ToolCall
-	violations []violation.Violation
-	index      map[violation.Violation]int
+	mu      sync.Mutex
+	stopped bool
+	exec    string
+	calls   []ToolCall
+	refused violations
 }
 
 // newToolChannel makes the channel of one execution and gives its jail the
@@ -157,7 +156,6 @@ func newToolChannel(t *Tools, spec *jail.Spec, w *audit.Writer) (*toolChannel, e
 		sess: t.bridge.NewSession(), apis: t.apis, apisOnly: t.apisOnly,
 		audit: w, maxLine: t.maxLine, records: t.records,
 		slots: make(chan struct{}, maxInFlight),
-		index: map[violation.Violation]int{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	spec.Tools = c.peer
@@ -393,14 +391,5 @@ func listed(tools []toolbridge.Tool) []listedTool {
 func (c *toolChannel) violate(v violation.Violation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.index[v]; !ok && len(c.violations) >= maxNetViolations {
-		v = violation.Violation{Kind: v.Kind, Reason: unlisted}
-	}
-	if i, ok := c.index[v]; ok {
-		c.violations[i].Count++
-		return
-	}
-	c.index[v] = len(c.violations)
-	v.Count = 1
-	c.violations = append(c.violations, v)
+	c.refused.add(v)
 }

@@ -119,7 +119,7 @@ func TestToolChannelAPIs(t *testing.T) {
 		}
 	}
 	c.stop()
-	if len(c.calls) != 0 || len(c.violations) != 0 {
-		t.Errorf("calls %v, violations %v", c.calls, c.violations)
+	if len(c.calls) != 0 || len(c.refused.list) != 0 {
+		t.Errorf("calls %v, violations %v", c.calls, c.refused.list)
 	}
 }

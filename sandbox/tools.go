@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -53,13 +52,7 @@ func toolOptions(cfg *config.Config, w *audit.Writer) toolbridge.Options {
 // a name in every language's tools API, and that a jailed server's ro paths
 // exist and its network rules compile.
 func checkServers(cfg *config.Config) error {
-	fail := func(path, format string, args ...any) error {
-		msg := path + ": " + fmt.Sprintf(format, args...)
-		if where := cfg.Where(path); where != "" {
-			msg = where + ": " + msg
-		}
-		return errors.New(msg)
-	}
+	fail := func(path, format string, args ...any) error { return keyError(cfg, path, format, args...) }
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		s := cfg.Servers[name]
 		at := config.KeyPath("servers", -1, name)
