@@ -73,10 +73,8 @@ func (c *Config) validateAPIs() error {
 		if len(a.Hosts) == 0 {
 			return fieldErrorf(at+".hosts", "must name at least one host")
 		}
-		for i, h := range a.Hosts {
-			if h == "" || strings.ContainsAny(h, "\x00\r\n") {
-				return fieldErrorf(fmt.Sprintf("%s.hosts[%d]", at, i), "%s is not a host rule", quote(h))
-			}
+		if err := checkHostRules(at+".hosts", a.Hosts); err != nil {
+			return err
 		}
 		for i, s := range a.Secrets {
 			if _, ok := c.Secrets[s]; !ok {

@@ -51,10 +51,19 @@ func (c *Config) validateSecrets() error {
 		if len(c.SecretHosts(name)) == 0 {
 			return fieldErrorf(at+".hosts", "must name at least one host that may receive the secret (or an api must list it)")
 		}
-		for i, h := range s.Hosts {
-			if h == "" || strings.ContainsAny(h, "\x00\r\n") {
-				return fieldErrorf(fmt.Sprintf("%s.hosts[%d]", at, i), "%s is not a host rule", quote(h))
-			}
+		if err := checkHostRules(at+".hosts", s.Hosts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkHostRules checks what config can of a list of host rules at path
+// (their syntax is the sandbox's to check): none empty, each on one line.
+func checkHostRules(path string, hosts []string) error {
+	for i, h := range hosts {
+		if h == "" || strings.ContainsAny(h, "\x00\r\n") {
+			return fieldErrorf(fmt.Sprintf("%s[%d]", path, i), "%s is not a host rule", quote(h))
 		}
 	}
 	return nil

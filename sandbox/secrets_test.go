@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -274,5 +275,19 @@ func TestToolChannelRedacted(t *testing.T) {
 	ph, _ := x.secrets.set.Placeholder("TOKEN")
 	if err != nil || strings.Contains(answer, testValue) || !strings.Contains(answer, ph) {
 		t.Errorf("answer %q (%v): want the placeholder %s in place of the value", answer, err, ph)
+	}
+}
+
+// config refuses, as a secret's name, every variable the sandbox sets in
+// a jail: a secret must never shadow one (config keeps its own list).
+func TestSecretNamesNotTheSandboxs(t *testing.T) {
+	names := slices.Collect(maps.Keys(defaultEnv))
+	names = append(names, trustEnv...)
+	for _, name := range names {
+		cfg := config.Default()
+		cfg.Secrets = map[string]config.Secret{name: {From: "env:X", Hosts: []string{"a.test"}}}
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("a secret named %s was taken", name)
+		}
 	}
 }
