@@ -19,6 +19,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/toolbridge"
+	"github.com/cruciblehq/crucible/toolbridge/jsname"
 	"github.com/cruciblehq/crucible/violation"
 
 	"golang.org/x/sys/unix"
@@ -376,7 +377,7 @@ func listed(tools []toolbridge.Tool) []listedTool {
 	}
 	ids := map[string]map[string]string{}
 	for server, list := range names {
-		ids[server] = toolbridge.JSNames(list)
+		ids[server] = jsname.Tools(list)
 	}
 	out := make([]listedTool, len(tools))
 	for i, t := range tools {

@@ -6,96 +6,31 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-)
 
-// reserved are the words that cannot name a server or a tool in the code:
-// JavaScript's reserved words, Python's keywords (a name must work in every
-// language), and the functions of the tools object itself.
-var reserved = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`
-		break case catch class const continue debugger default delete do else
-		enum export extends false finally for function if import in instanceof
-		new null return super switch this throw true try typeof var void while
-		with yield let static implements interface package private protected
-		public await arguments eval undefined
-		False None True and as assert async def del elif except from global is
-		lambda nonlocal not or pass raise`) {
-		m[w] = true
-	}
-	return m
-}()
+	"github.com/cruciblehq/crucible/toolbridge/jsname"
+)
 
 // toolsFunctions are the tools object's own members, which no server may be
 // named after.
 var toolsFunctions = []string{"call", "list", "resource", "apis"}
 
-// Compiled on first use, not by every process of the binary at its start.
-var (
-	identifier = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
-	propName   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`) }) // written bare in an object type
-)
+// propName is a property name written bare in an object type; compiled on
+// first use, not by every process of the binary at its start.
+var propName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`) })
 
 // ServerNameOK reports why name cannot name a server in the code, or "".
 func ServerNameOK(name string) string {
 	switch {
-	case !identifier().MatchString(name):
+	case !jsname.Identifier(name):
 		return "must be an identifier: letters, digits and _, not starting with a digit"
-	case reserved[name]:
+	case jsname.Reserved(name):
 		return "is a reserved word in JavaScript or Python"
 	case slices.Contains(toolsFunctions, name):
 		return "is the name of a function of tools (" + strings.Join(toolsFunctions, ", ") + ")"
 	}
 	return ""
-}
-
-// JSNames maps each of one server's tool names to the identifier the code
-// calls it by: the name itself when it is a usable identifier, else the
-// name with every other character made "_" (a leading digit or a reserved
-// word gets one more "_"). Names that would collide are told apart by
-// "_2", "_3", ... in the order of the original names; a name that needed
-// no change keeps it. The same list gives the same map, whatever its order.
-func JSNames(tools []string) map[string]string {
-	names := slices.Sorted(slices.Values(tools))
-	names = slices.Compact(names)
-	out := make(map[string]string, len(names))
-	used := map[string]bool{}
-	for _, n := range names {
-		if identifier().MatchString(n) && !reserved[n] {
-			out[n], used[n] = n, true
-		}
-	}
-	for _, n := range names {
-		if _, ok := out[n]; ok {
-			continue
-		}
-		base := safeName(n)
-		id := base
-		for i := 2; used[id]; i++ {
-			id = base + "_" + strconv.Itoa(i)
-		}
-		out[n], used[id] = id, true
-	}
-	return out
-}
-
-func safeName(n string) string {
-	var b strings.Builder
-	for _, r := range n {
-		if r < 128 && (r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	s := b.String()
-	if s == "" || s[0] >= '0' && s[0] <= '9' || reserved[s] {
-		s = "_" + s
-	}
-	return s
 }
 
 // Declarations returns the TypeScript declarations of tools (as
@@ -128,7 +63,7 @@ declare namespace tools {
 		for _, t := range list {
 			names = append(names, t.Name)
 		}
-		ids := JSNames(names)
+		ids := jsname.Tools(names)
 		slices.SortFunc(list, func(a, b Tool) int { return strings.Compare(ids[a.Name], ids[b.Name]) })
 		fmt.Fprintf(&w, "\n  namespace %s {\n", server)
 		for i, t := range list {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -97,19 +96,6 @@ func TestDeclarationsOfServer(t *testing.T) {
 	got := Declarations(tools)
 	checkTS(t, got)
 	golden(t, "goserver.d.ts", got)
-}
-
-func TestJSNames(t *testing.T) {
-	got := JSNames([]string{"get-sum", "get_sum", "get.sum", "get_sum", "class", "9lives", "a_2", "a-2", "a.2", "", "ünï"})
-	want := map[string]string{
-		"get_sum": "get_sum", "get-sum": "get_sum_2", "get.sum": "get_sum_3",
-		"class": "_class", "9lives": "_9lives",
-		"a_2": "a_2", "a-2": "a_2_2", "a.2": "a_2_3",
-		"": "_", "ünï": "_n_",
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("JSNames = %v\nwant %v", got, want)
-	}
 }
 
 func TestServerNameOK(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/cruciblehq/crucible/toolbridge"
+	"github.com/cruciblehq/crucible/toolbridge/jsname"
 )
 
 // Tools carries the program's tools.* calls out of the engine, to the
@@ -43,7 +43,7 @@ type toolRequest struct {
 }
 
 // toolNames maps each server's tools from the names the program calls them
-// by (toolbridge.JSNames, as the declarations have them) to their own;
+// by (jsname.Tools, as the declarations have them) to their own;
 // listed once, on the first call by such a name.
 type toolNames struct {
 	mu     sync.Mutex
@@ -69,7 +69,7 @@ func (n *toolNames) resolve(ctx context.Context, t Tools, server, js string) (st
 		n.byName = map[string]map[string]string{}
 		for server, tools := range names {
 			m := map[string]string{}
-			for tool, id := range toolbridge.JSNames(tools) {
+			for tool, id := range jsname.Tools(tools) {
 				m[id] = tool
 			}
 			n.byName[server] = m

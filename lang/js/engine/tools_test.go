@@ -20,7 +20,7 @@ func (f toolsFunc) Do(_ context.Context, req []byte) ([]byte, error) {
 }
 
 // The tools global: a call by the declarations' name goes out under the
-// tool's own (mapped as toolbridge.JSNames maps it), calls run in parallel,
+// tool's own (mapped as jsname.Tools maps it), calls run in parallel,
 // an error answer is an Error with its kind, and nothing but a call makes
 // a request (await, JSON and console look at properties too).
 func TestTools(t *testing.T) {
