@@ -65,8 +65,9 @@ func parseSourceMap(b []byte) (*sourceMap, error) {
 
 // lookup returns the original line and column (both 1-based) of a generated
 // position (both 1-based, as the engine reports them).
+// A nil map finds nothing.
 func (m *sourceMap) lookup(line, col int) (int, int, bool) {
-	if line < 1 || line > len(m.lines) {
+	if m == nil || line < 1 || line > len(m.lines) {
 		return 0, 0, false
 	}
 	segs := m.lines[line-1]

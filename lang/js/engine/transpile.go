@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,9 +25,9 @@ const (
 type program struct {
 	name  string // the module's name, as stack traces show it
 	code  string
-	smap  *sourceMap
-	skip  int // lines the wrapper put before the source
-	lines int // the source's own
+	smap  func() *sourceMap // made on first use: most programs never need it
+	skip  int               // lines the wrapper put before the source
+	lines int               // the source's own
 }
 
 // transpile strips TypeScript's types (esbuild; no type checking) and picks
@@ -96,24 +95,12 @@ func (e *parseError) langError(name string) *lang.Error {
 	return le
 }
 
+// transform runs esbuild on code, without a source map: writing one and
+// reading it back is a tenth of a transform's time, on the path of every
+// execution, and only a stack trace needs it. The first that does asks
+// esbuild again for the same output with its map (see mapOf).
 func transform(code, name string, ts bool) (*program, *parseError) {
-	loader := api.LoaderJS
-	if ts {
-		loader = api.LoaderTS
-	}
-	r := api.Transform(code, api.TransformOptions{
-		Loader: loader,
-		Target: api.ES2023,
-		// QuickJS spreads a string into an object as {}: esbuild's helper
-		// copies its indices, as the language says.
-		Supported:      map[string]bool{"object-rest-spread": false},
-		Format:         api.FormatESModule,
-		Sourcefile:     name,
-		Sourcemap:      api.SourceMapExternal,
-		SourcesContent: api.SourcesContentExclude,
-		Charset:        api.CharsetUTF8,
-		LogLevel:       api.LogLevelSilent,
-	})
+	r := api.Transform(code, transformOptions(name, ts, api.SourceMapNone))
 	if len(r.Errors) > 0 {
 		m := r.Errors[0]
 		e := &parseError{msg: m.Text}
@@ -122,11 +109,44 @@ func transform(code, name string, ts bool) (*program, *parseError) {
 		}
 		return nil, e
 	}
-	smap, err := parseSourceMap(r.Map)
-	if err != nil {
-		return nil, &parseError{msg: fmt.Sprintf("internal error: esbuild's source map: %v", err)}
+	out := string(r.Code)
+	return &program{name: name, code: out, smap: sync.OnceValue(func() *sourceMap { return mapOf(code, out, name, ts) })}, nil
+}
+
+func transformOptions(name string, ts bool, sourcemap api.SourceMap) api.TransformOptions {
+	loader := api.LoaderJS
+	if ts {
+		loader = api.LoaderTS
 	}
-	return &program{name: name, code: string(r.Code), smap: smap}, nil
+	return api.TransformOptions{
+		Loader: loader,
+		Target: api.ES2023,
+		// QuickJS spreads a string into an object as {}: esbuild's helper
+		// copies its indices, as the language says.
+		Supported:      map[string]bool{"object-rest-spread": false},
+		Format:         api.FormatESModule,
+		Sourcefile:     name,
+		Sourcemap:      sourcemap,
+		SourcesContent: api.SourcesContentExclude,
+		Charset:        api.CharsetUTF8,
+		LogLevel:       api.LogLevelSilent,
+	}
+}
+
+// mapOf is the source map of out, which transform made of code. esbuild
+// writes the same code with or without a map; should it ever not, the map
+// would place positions wrongly, so there is none, and stack traces lose
+// their frames rather than point at the wrong lines.
+func mapOf(code, out, name string, ts bool) *sourceMap {
+	r := api.Transform(code, transformOptions(name, ts, api.SourceMapExternal))
+	if len(r.Errors) > 0 || string(r.Code) != out {
+		return nil
+	}
+	m, err := parseSourceMap(r.Map)
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 // framePos finds the positions in a stack frame: "name:line:col".
@@ -150,7 +170,7 @@ func (p *program) mapStack(stack string) string {
 		}
 		line, _ := strconv.Atoi(l[m[4]:m[5]])
 		col, _ := strconv.Atoi(l[m[6]:m[7]])
-		ol, oc, ok := p.smap.lookup(line, col)
+		ol, oc, ok := p.smap().lookup(line, col)
 		if !ok || ol <= p.skip || p.lines > 0 && ol > p.skip+p.lines {
 			continue // the wrapper's own code, before or after the source
 		}

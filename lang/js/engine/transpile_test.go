@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +31,9 @@ func FuzzTranspile(f *testing.F) {
 			}
 			return
 		}
+		if p.smap() == nil {
+			t.Fatalf("%q: esbuild wrote other code with a source map than without", src)
+		}
 		// A frame at every generated line, at its start and far along it.
 		var stack strings.Builder
 		for l := 1; l <= strings.Count(p.code, "\n")+1; l++ {
@@ -47,6 +52,32 @@ func TestLineCount(t *testing.T) {
 	for _, src := range []string{"", "a", "a\n", "a\r\nb", "a\rb\nc", "\r\n\r\n", "a\u2028b\u2029c", "\n\r"} {
 		if got, want := lineCount(src), len(lineBreak().FindAllStringIndex(src, -1))+1; got != want {
 			t.Errorf("lineCount(%q) = %d; want %d", src, got, want)
+		}
+	}
+}
+
+// The code a program runs is made without a source map, and its map later
+// from a second transform: the two transforms must write the same code, or
+// stack traces would point at the wrong lines. They do, for every program of
+// the corpus, as JavaScript and as TypeScript.
+func TestSourceMapLater(t *testing.T) {
+	files, _ := filepath.Glob("testdata/corpus/*.[jt]s")
+	if len(files) == 0 {
+		t.Fatal("no corpus")
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ts := range []bool{false, true} {
+			p, perr := transpile(string(src), filepath.Base(f), ts)
+			if perr != nil {
+				continue // not TypeScript as well as JavaScript
+			}
+			if p.smap() == nil {
+				t.Errorf("%s (ts %v): no source map for the code that runs", f, ts)
+			}
 		}
 	}
 }
