@@ -76,7 +76,9 @@ type Spec struct {
 	// blocked then is cut short if Stdin has SetReadDeadline (a pipe, a
 	// connection), whose deadline is cleared again; any other reader must
 	// return by itself (an io.Pipe its writer closes), and what it returns
-	// after the jail has ended is dropped.
+	// after the jail has ended is dropped. A Stdin with a method
+	// UseStdinPipe(*os.File) is not read: it gets the write end of the
+	// command's stdin pipe once the jail has started, to write and close.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer // nil means discard; one writer for both shares one MaxOutput
 

@@ -345,6 +345,14 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		ExtraFiles:  childFiles[:extra], // fdCtrl, fdSpec, then cs.WorkspaceFD, cs.ResultFD and cs.ToolsFD
 		SysProcAttr: namespaceAttr(cs.Rootless),
 	}
+	// A stdinTaker's end of the stdin pipe, handed over once init runs.
+	var taker stdinTaker
+	var takerW *os.File
+	defer func() {
+		if err != nil && takerW != nil {
+			takerW.Close()
+		}
+	}()
 	if s.Stdin != nil {
 		// Stdin reaches the jail through a pipe of ours, never the caller's
 		// own descriptor, which may be a terminal.
@@ -360,7 +368,11 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			}
 		}
 		x.cmd.Stdin = r
-		x.stdin = copyStdin(w, s.Stdin)
+		if t, ok := s.Stdin.(stdinTaker); ok {
+			taker, takerW = t, w
+		} else {
+			x.stdin = copyStdin(w, s.Stdin)
+		}
 	}
 	if x.cg != nil && x.cg.v2 {
 		x.cmd.SysProcAttr.UseCgroupFD = true
@@ -405,6 +417,9 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		_, _ = specW.Write(spec)
 		specW.Close()
 	}()
+	if taker != nil {
+		taker.UseStdinPipe(takerW)
+	}
 	return nil
 }
 
@@ -671,6 +686,16 @@ func sameWriter(a, b io.Writer) (same bool) {
 		}
 	}()
 	return a != nil && a == b
+}
+
+// stdinTaker is a Spec.Stdin that writes the command's input itself: it is
+// not read, but handed the write end of the command's stdin pipe once the
+// jail has started, and then owns it (it must close it, even unused). Its
+// writes reach the command with no copy between: a warm jail's job,
+// written the moment it arrives. A write the pipe cannot take at once
+// waits for the command to read, and ends (EPIPE) when the jail does.
+type stdinTaker interface {
+	UseStdinPipe(w *os.File)
 }
 
 // stdinCopy copies the caller's Stdin to the jail's stdin pipe until Stdin

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,7 @@ type warmJail struct {
 	born   time.Time
 	begin  chan struct{} // closed when its work arrives: its timeout starts
 	ready  chan struct{} // closed when its worker waits for work, warmed
-	stdin  *io.PipeWriter
+	stdin  stdinPipe
 	cancel context.CancelFunc
 
 	// The host directory at /workspace, from PoolOptions.Workspace, and
@@ -164,10 +165,20 @@ func (p *Pool) RunIn(ctx context.Context, src []byte, file string) (res *Result,
 
 	w.x.begin(programRecord(p.lang.Name, src))
 	close(w.begin)
-	go func() {
-		_, _ = w.stdin.Write(input)
-		_ = w.stdin.Close()
-	}()
+	var in *os.File
+	select {
+	case in = <-w.stdin:
+	case <-w.ended: // it never got to run
+	}
+	if in != nil {
+		// Written here, straight into the worker's stdin: a job larger
+		// than the pipe holds waits for the worker to read it, and the
+		// jail's end (its timeout, or ctx's end here) ends the wait.
+		stop := context.AfterFunc(ctx, w.cancel)
+		_, _ = in.Write(input)
+		_ = in.Close()
+		stop()
+	}
 	// The result goes back before the jail's teardown, which the jail's
 	// goroutine finishes on its own (Close waits for it).
 	select {
@@ -249,10 +260,9 @@ func (p *Pool) refill() {
 // counted in p.wg before Close can wait.
 func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
-	r, wr := io.Pipe()
-	w := &warmJail{born: time.Now(), begin: make(chan struct{}), ready: make(chan struct{}), stdin: wr, cancel: cancel,
+	w := &warmJail{born: time.Now(), begin: make(chan struct{}), ready: make(chan struct{}), stdin: make(stdinPipe, 1), cancel: cancel,
 		ended: make(chan struct{}), done: make(chan struct{})}
-	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: r, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
+	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: w.stdin, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
 	if p.lang.Warm.SaysReady {
 		w.x.spec.Result = &readyMark{w: w.x.spec.Result, ready: w.ready}
 	} else {
@@ -271,7 +281,6 @@ func (p *Pool) start() *warmJail {
 	if w.err != nil {
 		w.x.release()
 		p.stats.failed.Add(1)
-		_ = r.Close()
 		close(w.ended)
 		close(w.done)
 		return w
@@ -289,7 +298,11 @@ func (p *Pool) start() *warmJail {
 		if errors.As(err, &se) {
 			p.stats.failed.Add(1)
 		}
-		_ = r.Close()
+		select {
+		case in := <-w.stdin: // no execution took it
+			_ = in.Close()
+		default:
+		}
 		close(w.done)
 	}()
 	return w
@@ -366,6 +379,16 @@ func (w *warmJail) isReady() bool {
 		return false
 	}
 }
+
+// stdinPipe is a warm jail's Stdin: never read, it gets the write end of
+// the worker's stdin pipe when the jail starts (see jail's stdinTaker),
+// for RunIn to write the job into with no copy between.
+type stdinPipe chan *os.File
+
+func (stdinPipe) Read([]byte) (int, error) { return 0, io.EOF }
+
+// UseStdinPipe is called once, by the jail, once its init runs.
+func (c stdinPipe) UseStdinPipe(w *os.File) { c <- w }
 
 // readyMark passes the worker's fd 3 on, but for its first byte if that is
 // lang.ReadyMark, which closes ready instead. Its writes come from one
