@@ -24,12 +24,6 @@ import (
 	"github.com/cruciblehq/crucible/lang/js"
 )
 
-func TestMain(m *testing.M) {
-	// The pool's jails run this test binary as their worker.
-	Hook()
-	os.Exit(m.Run())
-}
-
 func jsPool(t *testing.T, o PoolOptions, timeout time.Duration) *Pool {
 	t.Helper()
 	testenv.NeedRoot(t, "builds real jails with cgroup limits")

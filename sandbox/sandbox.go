@@ -6,11 +6,11 @@
 // server) imports sandbox, config and audit, and never jail, egress or a
 // single language's package. Executions ([Exec], [Run], [Pool]) return a
 // [Result]; a layer that cannot be set up returns a [SetupError]; [Diagnose]
-// is `crucible doctor`; [Hook] starts the jail's own processes. [Tools] is
-// the tool bridge of one process, which the caller makes once from the
-// configuration, hands to each execution (in [Options] or [PoolOptions]),
-// and closes: each execution gets a private tools channel to it, and a
-// server with jail: true runs in a long-lived jail of its own (serverjail.go).
+// is `crucible doctor`. [Tools] is the tool bridge of one process, which
+// the caller makes once from the configuration, hands to each execution
+// (in [Options] or [PoolOptions]), and closes: each execution gets a private
+// tools channel to it, and a server with jail: true runs in a long-lived
+// jail of its own (serverjail.go).
 // [Secrets], likewise made once ([LoadSecrets]) and handed to each
 // execution, give its code placeholders that the network swaps for the
 // real values on their own hosts (secrets.go).

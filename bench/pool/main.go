@@ -40,9 +40,6 @@ var programs = map[string]string{
 }
 
 func main() {
-	// The pool's jails run this binary as their worker.
-	sandbox.Hook()
-
 	rounds := flag.Int("rounds", 10, "rounds of alternation")
 	single := flag.Int("n", 30, "executions one at a time, per language and round")
 	burst := flag.Int("burst", 40, "executions per burst, per language and round")

@@ -29,9 +29,6 @@ export default { ok: true };
 `
 
 func main() {
-	// The pool's jails run this binary as their worker.
-	sandbox.Hook()
-
 	crucible := flag.String("crucible", "crucible", "path of the crucible binary")
 	deno := flag.String("deno", "node_modules/.bin/deno", "path of the deno binary")
 	n := flag.Int("n", 100, "runs of each command")

@@ -62,9 +62,6 @@ const serveConfig = "serve:\n  rate: 0\n  max_concurrent: 8\n  pool: 2\n"
 const pooled = 4
 
 func main() {
-	// The pool's jails run this binary as their worker.
-	sandbox.Hook()
-
 	crucible := flag.String("crucible", "/tmp/crucible", "the crucible binary")
 	n := flag.Int("n", 50, "executions per row in each run")
 	runs := flag.Int("runs", 4, "runs per row and phase, alternating the rows")

@@ -8,15 +8,13 @@ import (
 	"syscall"
 
 	"github.com/cruciblehq/crucible/internal/cli"
-	"github.com/cruciblehq/crucible/sandbox"
 )
 
+// The jail's own processes and the embedded engine's worker are this binary
+// too, but never get to main: they start from the inits of packages
+// jail/internal/child and lang/js/worker, before the packages they do not
+// need initialize (see main_test.go).
 func main() {
-	// The engine's worker is this binary, and never returns from here. (The
-	// jail's own processes are this binary too, entered before main: see
-	// package jail/internal/child.)
-	sandbox.Hook()
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/cruciblehq/crucible/lang/js"
 )
 
 // The jail's children run from the init of package jail/internal/child,
@@ -26,6 +29,31 @@ func TestChildHookRunsEarly(t *testing.T) {
 		"github.com/cruciblehq/crucible/lang/js ", "github.com/cruciblehq/crucible/config "} {
 		if strings.Contains(string(out), "init "+heavy) {
 			t.Errorf("%s initialized before the jail's child ran", strings.TrimSpace(heavy))
+		}
+	}
+}
+
+// The engine's worker runs from the init of package lang/js/worker, as soon
+// as the packages it imports have initialized, and before the packages of
+// this binary it does not need that sort after it: each TypeScript or
+// JavaScript execution would otherwise pay for them. Those that sort before
+// the engine's last dependencies (gVisor's stack, YAML) initialize first
+// all the same; the ones checked here are those that would come after, and
+// one new import in the engine can bring them before. Without arguments the
+// worker stops at once (exit 2), so the trace ends where the worker began.
+func TestWorkerHookRunsEarly(t *testing.T) {
+	cmd := &exec.Cmd{Path: os.Args[0], Args: []string{js.Worker}, Env: []string{"GODEBUG=inittrace=1"}}
+	out, err := cmd.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "crucible-js: bad arguments") {
+		t.Fatalf("the worker without arguments: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "init github.com/cruciblehq/crucible/lang/js/engine @") {
+		t.Fatalf("no init trace, or the engine did not initialize:\n%s", out)
+	}
+	for _, heavy := range []string{"github.com/prometheus/client_golang/prometheus ", "github.com/modelcontextprotocol/go-sdk/mcp ",
+		"github.com/cruciblehq/crucible/toolbridge ", "github.com/cruciblehq/crucible/egress ", "github.com/cruciblehq/crucible/sandbox "} {
+		if strings.Contains(string(out), "init "+heavy) {
+			t.Errorf("%s initialized before the worker ran", strings.TrimSpace(heavy))
 		}
 	}
 }

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/cruciblehq/crucible/internal/cli/internal/brokenworker"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/lang/js"
 )
@@ -96,50 +94,12 @@ func TestRunJSLimits(t *testing.T) {
 	}
 }
 
-// compromisedMark makes the worker act as if the program had broken out of
-// the engine and run native code of its choosing (see compromisedWorker).
-const compromisedMark = "// test: the engine is broken\n"
-
-// compromisedWorker stands in for a worker whose engine the program has
-// broken: TestMain calls it before sandbox.Hook, and in the jail's worker it
-// does what such code would try, and reports. Anywhere else it returns.
-func compromisedWorker() {
-	if len(os.Args) < 2 || os.Args[0] != js.Worker {
-		return
-	}
-	src, err := os.ReadFile(os.Args[len(os.Args)-1])
-	if err != nil || !strings.HasPrefix(string(src), compromisedMark) {
-		return
-	}
-	try := func(name string, err error) { fmt.Printf("%s\t%v\n", name, err) }
-	_, err = os.ReadFile("/proc/1/environ")
-	try("init environ", err)
-	try("write /usr", os.WriteFile("/usr/bin/crucible-x", nil, 0o755))
-	try("write self", os.WriteFile(js.Worker, nil, 0o755))
-	try("mount", unix.Mount("none", "/tmp", "tmpfs", 0, ""))
-	try("setuid", unix.Setuid(0))
-	try("ptrace init", unix.PtraceAttach(1))
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
-	if err == nil {
-		err = unix.Connect(fd, &unix.SockaddrInet4{Port: 80, Addr: [4]byte{1, 1, 1, 1}})
-	}
-	try("connect", err)
-	status, _ := os.ReadFile("/proc/self/status")
-	for _, l := range strings.Split(string(status), "\n") {
-		for _, k := range []string{"Uid:", "CapEff:", "NoNewPrivs:", "Seccomp:"} {
-			if strings.HasPrefix(l, k) {
-				fmt.Println(strings.Join(strings.Fields(l), " "))
-			}
-		}
-	}
-	os.Exit(0)
-}
-
 // Attack: the engine is broken and the program runs native code in the
-// worker. The worker is jailed like any command: every layer holds.
+// worker (package brokenworker stands in for it). The worker is jailed like
+// any command: every layer holds.
 func TestAttackJSWorkerCompromised(t *testing.T) {
 	requireRoot(t)
-	r := runJSON(t, compromisedMark+"return 1\n", "-")
+	r := runJSON(t, brokenworker.Mark+"return 1\n", "-")
 	for _, want := range []string{
 		"init environ\topen /proc/1/environ: permission denied",
 		"write /usr\topen /usr/bin/crucible-x: read-only file system",

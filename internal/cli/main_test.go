@@ -15,9 +15,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The jail re-executes this test binary; its children start here.
-	compromisedWorker() // a test's stand-in for the worker, before the real one
-	sandbox.Hook()
 	if os.Getenv("CRUCIBLE_TEST_CLI") == "1" {
 		// The test binary as the crucible command, as main runs it: for the
 		// tests that need it as a separate process (crucible serve's clients).

@@ -23,9 +23,17 @@ import (
 	"github.com/cruciblehq/crucible/lang/js/engine"
 )
 
-// Hook runs the worker when this process is one, and then never returns.
-// Call it first thing in main and in TestMain (sandbox.Hook does).
-func Hook() {
+// The worker is entered here, from this package's init, rather than from
+// main: Go initializes a package as soon as everything it imports is,
+// taking the first by import path among those ready, so this one runs right
+// after the engine and before the packages of the binary it does not need
+// that sort after it (the MCP SDK, Prometheus, the sandbox itself), and a
+// worker never pays for their initialization. The packages it imports and
+// those ready before them still initialize first (modernc.org's sort after
+// most others). Any binary that links this package, as package sandbox
+// does, is a worker when run as one; in any other process this returns at
+// once. TestWorkerHookRunsEarly checks it in the crucible binary.
+func init() {
 	if len(os.Args) > 0 && os.Args[0] == js.Worker {
 		os.Exit(Main(os.Args[1:]))
 	}

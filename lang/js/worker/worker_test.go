@@ -16,14 +16,10 @@ import (
 	"github.com/cruciblehq/crucible/lang/js"
 )
 
-func TestMain(m *testing.M) {
-	// The tests run this binary as the worker, outside any jail.
-	Hook()
-	os.Exit(m.Run())
-}
-
 // worker runs the worker with args, stdin coming from job after a pause
-// (nil: none), and returns its exit code, output and report on fd 3.
+// (nil: none), and returns its exit code, output and report on fd 3. The
+// worker is this test binary, outside any jail: this package's init makes
+// it one.
 func worker(t *testing.T, job []byte, pause time.Duration, args ...string) (int, string, string, *lang.Outcome) {
 	t.Helper()
 	self, err := os.Executable()
