@@ -36,6 +36,11 @@ type cgroup struct {
 	parents []string // the supervisor's own cgroups, like dirs
 	fd      int      // v2: the directory, for CLONE_INTO_CGROUP; else -1
 	limits  cgroupLimits
+
+	// The event files that say which limits were hit, opened with the
+	// cgroup so that reading them after the command's exit costs no path
+	// walk; -1 where one could not be opened (read as no events).
+	memEvents, pidsEvents int
 }
 
 // cgroupParents says where this process may create jail cgroups: the cgroup
@@ -159,7 +164,7 @@ func newCgroup(l cgroupLimits) (*cgroup, error) {
 	}
 	sweepOnce.Do(func() { sweepStale(parent) })
 	name := fmt.Sprintf("crucible-%d-%d", os.Getpid(), cgroupSeq.Add(1))
-	cg := &cgroup{v2: parent.v2, parents: parent.dirs, fd: -1, limits: l}
+	cg := &cgroup{v2: parent.v2, parents: parent.dirs, fd: -1, limits: l, memEvents: -1, pidsEvents: -1}
 	for _, p := range parent.dirs {
 		d := filepath.Join(p, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -180,7 +185,21 @@ func newCgroup(l cgroupLimits) (*cgroup, error) {
 		}
 		cg.fd = fd
 	}
+	mem, pids := "memory.events", filepath.Join(cg.dirs[0], "pids.events")
+	if !cg.v2 {
+		mem, pids = "memory.oom_control", filepath.Join(cg.dirs[1], "pids.events")
+	}
+	cg.memEvents = openEvents(filepath.Join(cg.dirs[0], mem))
+	cg.pidsEvents = openEvents(pids)
 	return cg, nil
+}
+
+func openEvents(path string) int {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
 }
 
 // errMemoryTooSmall is bound's error when the jail's own processes already
@@ -252,20 +271,23 @@ func moveThread(dirs []string, doing string) error {
 }
 
 // oomKilled says whether the memory limit killed a process.
-func (c *cgroup) oomKilled() bool {
-	if c.v2 {
-		return eventCount(filepath.Join(c.dirs[0], "memory.events"), "oom_kill") > 0
-	}
-	return eventCount(filepath.Join(c.dirs[0], "memory.oom_control"), "oom_kill") > 0
-}
+func (c *cgroup) oomKilled() bool { return readEvent(c.memEvents, "oom_kill") > 0 }
 
 // pidsHit says whether a fork failed at the pids limit.
-func (c *cgroup) pidsHit() bool {
-	d := c.dirs[0]
-	if !c.v2 {
-		d = c.dirs[1]
+func (c *cgroup) pidsHit() bool { return readEvent(c.pidsEvents, "max") > 0 }
+
+// readEvent reads "key N" from an open flat-keyed cgroup file, from its
+// start; 0 if fd is -1.
+func readEvent(fd int, key string) int64 {
+	if fd < 0 {
+		return 0
 	}
-	return eventCount(filepath.Join(d, "pids.events"), "max") > 0
+	var buf [512]byte // memory.events, the longest, holds 6 short lines
+	n, err := unix.Pread(fd, buf[:], 0)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return parseEvent(buf[:n], key)
 }
 
 // eventCount reads "key N" from a flat-keyed cgroup file; 0 if absent.
@@ -274,6 +296,10 @@ func eventCount(path, key string) int64 {
 	if err != nil {
 		return 0
 	}
+	return parseEvent(b, key)
+}
+
+func parseEvent(b []byte, key string) int64 {
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 2 && f[0] == key {
@@ -287,9 +313,11 @@ func eventCount(path, key string) int64 {
 // destroy kills whatever is left in the cgroup and removes it. The pid
 // namespace normally leaves nothing; this is the backstop. Bounded in time.
 func (c *cgroup) destroy() {
-	if c.fd >= 0 {
-		unix.Close(c.fd)
-		c.fd = -1
+	for _, fd := range []*int{&c.fd, &c.memEvents, &c.pidsEvents} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
 	}
 	for _, d := range c.dirs {
 		removeCgroup(d)

@@ -164,20 +164,29 @@ func (p *Pool) RunIn(ctx context.Context, src []byte, file string) (res *Result,
 	defer w.cancel()
 
 	w.x.begin(programRecord(p.lang.Name, src))
-	close(w.begin)
 	var in *os.File
 	select {
 	case in = <-w.stdin:
 	case <-w.ended: // it never got to run
+	case <-ctx.Done(): // see below
+	}
+	// The timeout starts with the job. A job an empty pipe takes at once
+	// goes first, so the worker has it before the jail's timer wakes;
+	// a larger one may wait for the worker to read, under the timeout.
+	small := len(input) <= pipeBuf
+	if !small {
+		close(w.begin)
 	}
 	if in != nil {
-		// Written here, straight into the worker's stdin: a job larger
-		// than the pipe holds waits for the worker to read it, and the
-		// jail's end (its timeout, or ctx's end here) ends the wait.
+		// Written here, straight into the worker's stdin; a write that
+		// waits ends with the jail (its timeout, or ctx's end here).
 		stop := context.AfterFunc(ctx, w.cancel)
 		_, _ = in.Write(input)
 		_ = in.Close()
 		stop()
+	}
+	if small {
+		close(w.begin)
 	}
 	// The result goes back before the jail's teardown, which the jail's
 	// goroutine finishes on its own (Close waits for it).
@@ -379,6 +388,10 @@ func (w *warmJail) isReady() bool {
 		return false
 	}
 }
+
+// pipeBuf is what an empty pipe takes without blocking: POSIX's PIPE_BUF,
+// Linux's smallest pipe (a page).
+const pipeBuf = 4096
 
 // stdinPipe is a warm jail's Stdin: never read, it gets the write end of
 // the worker's stdin pipe when the jail starts (see jail's stdinTaker),
