@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // reserved are the words that cannot name a server or a tool in the code:
 // JavaScript's reserved words and Python's keywords (a name must work in
-// every language).
-var reserved = func() map[string]bool {
+// every language). Made on first use: this package initializes in every
+// process of the binary, the jail's own included.
+var reserved = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`
 		break case catch class const continue debugger default delete do else
@@ -28,10 +30,10 @@ var reserved = func() map[string]bool {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 // Reserved reports whether w is a reserved word in JavaScript or Python.
-func Reserved(w string) bool { return reserved[w] }
+func Reserved(w string) bool { return reserved()[w] }
 
 // Identifier reports whether s is an identifier in every language: ASCII
 // letters, digits and _, not starting with a digit.
@@ -60,7 +62,7 @@ func Tools(tools []string) map[string]string {
 	out := make(map[string]string, len(names))
 	used := map[string]bool{}
 	for _, n := range names {
-		if Identifier(n) && !reserved[n] {
+		if Identifier(n) && !reserved()[n] {
 			out[n], used[n] = n, true
 		}
 	}
@@ -88,7 +90,7 @@ func safeName(n string) string {
 		}
 	}
 	s := b.String()
-	if s == "" || s[0] >= '0' && s[0] <= '9' || reserved[s] {
+	if s == "" || s[0] >= '0' && s[0] <= '9' || reserved()[s] {
 		s = "_" + s
 	}
 	return s
