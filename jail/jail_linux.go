@@ -169,20 +169,28 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 		return nil, err
 	}
 	defer unix.Close(x.ctrl)
-	outcome := func() (*Result, error) {
+	// outcome is the Result; reported, if not nil, is the command's exit as
+	// its own report gave it, before init's (see endEarly).
+	outcome := func(reported *exitStatus) (*Result, error) {
 		if x.net != nil {
 			// Every process of the jail that could use the network is
-			// gone: closing it ends the connections still open, whose
-			// reports then count in the result.
+			// gone, or exiting: closing it ends the connections still
+			// open, whose reports then count in the result.
 			_ = x.net.Close()
 			x.net = nil
 		}
-		if x.cancel.Load() && x.mon.exit == nil && x.mon.setupErr == nil {
-			// Our kill, for ctx, ended the jail before init could report
-			// the command's end: the command did not finish.
-			return nil, ctx.Err()
+		var res *Result
+		var err error
+		if reported != nil {
+			res, err = x.resultOf(reported, false)
+		} else {
+			if x.cancel.Load() && x.mon.exit == nil && x.mon.setupErr == nil {
+				// Our kill, for ctx, ended the jail before init could report
+				// the command's end: the command did not finish.
+				return nil, ctx.Err()
+			}
+			res, err = x.result()
 		}
-		res, err := x.result()
 		if err != nil {
 			return nil, err
 		}
@@ -190,14 +198,14 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 		res.Degraded = append(degraded, res.Degraded...)
 		return res, nil
 	}
-	var early func()
+	var early func(*exitStatus)
 	if s.Ended != nil {
-		early = func() { res, err = outcome(); end(res, err) }
+		early = func(reported *exitStatus) { res, err = outcome(reported); end(res, err) }
 	}
-	if x.wait(ctx, s.Timeout, s.Begin, early) {
+	if x.wait(ctx, s.Timeout, s.Begin, s.EarlyExit, early) {
 		return res, err
 	}
-	return outcome()
+	return outcome(nil)
 }
 
 // execution is the supervisor's side of one running jail.
@@ -206,6 +214,8 @@ type execution struct {
 	cg       *cgroup        // nil when allowed to be missing
 	ctrl     int            // our end of the control socket
 	outputs  []*capWriter   // stdout, stderr and the result channel
+	pipes    []*outPipe     // their pipes, in the same order
+	report   *outPipe       // the result channel's, if any
 	copies   sync.WaitGroup // until the outputs have everything
 	mon      monitor
 	timedOut atomic.Bool // the timeout killed init
@@ -306,6 +316,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		if err != nil {
 			return err
 		}
+		x.report = x.pipes[len(x.pipes)-1]
 		childFiles = append(childFiles, w)
 	}
 	if s.Tools != nil {
@@ -457,14 +468,53 @@ func (x *execution) drain(w io.Writer, owner int, limit int64) (*os.File, error)
 		}
 	}
 	cw := &capWriter{w: w, left: limit}
-	x.outputs = append(x.outputs, cw)
+	p := &outPipe{r: r, done: make(chan struct{})}
+	x.outputs, x.pipes = append(x.outputs, cw), append(x.pipes, p)
 	x.copies.Add(1)
 	go func() {
 		defer x.copies.Done()
-		_, _ = io.Copy(cw, r)
+		defer close(p.done)
+		_, err := io.Copy(cw, r)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.rest(cw)
+		}
 		r.Close()
 	}()
 	return pw, nil
+}
+
+// outPipe is our end of an output's pipe, copied until its end, or until
+// stop when no process can write to it any more.
+type outPipe struct {
+	r    *os.File
+	done chan struct{} // closed when the copy is over
+}
+
+// stop ends the copy once what the pipe holds is read: for when every
+// process that could write has begun to exit, before the kernel closes
+// their ends.
+func (p *outPipe) stop() {
+	_ = p.r.SetReadDeadline(time.Now())
+	<-p.done
+}
+
+// rest copies what the pipe still holds after the deadline stopped the
+// copy, which may come before a read of what was there.
+func (p *outPipe) rest(w io.Writer) {
+	rc, err := p.r.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 32<<10)
+	_ = rc.Control(func(fd uintptr) {
+		for {
+			n, err := unix.Read(int(fd), buf) // non-blocking: EAGAIN once empty
+			if n <= 0 || err != nil {
+				return
+			}
+			_, _ = w.Write(buf[:n])
+		}
+	})
 }
 
 // fork starts init inside the jail's cgroup: on v2 by CLONE_INTO_CGROUP,
@@ -522,7 +572,7 @@ func (x *execution) abort() {
 // and for everything it said on the control socket. If ended is not nil,
 // it is called as soon as the command's outcome is final (see
 // Spec.Ended), before init's exit, and wait says whether it was.
-func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-chan struct{}, ended func()) (early bool) {
+func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-chan struct{}, earlyExit func() (int, bool), ended func(*exitStatus)) (early bool) {
 	if timeout > 0 {
 		exited := make(chan struct{})
 		defer close(exited)
@@ -552,25 +602,42 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 
 	ctrlDone := make(chan struct{})
 	x.mon.exited = make(chan struct{})
+	x.mon.released = make(chan struct{})
 	go func() {
 		defer close(ctrlDone)
 		x.mon.read(x.ctrl)
 	}()
 	if ended != nil {
-		select {
-		case <-x.mon.exited:
-			// The command has exited: its outcome is final once every
-			// process that could still add to it is gone too. Those that
-			// hold an output keep it open; those under the seccomp
-			// filter keep its listener's users. Init, exiting now, ends
-			// any that are left.
-			x.copies.Wait()
-			if x.mon.serveDone != nil {
-				<-x.mon.serveDone
+		var released <-chan struct{}
+		if earlyExit != nil && x.report != nil {
+			released = x.mon.released
+		}
+	wait:
+		for {
+			select {
+			case <-x.mon.exited:
+				// The command has exited: its outcome is final once every
+				// process that could still add to it is gone too. Those
+				// that hold an output keep it open; those under the seccomp
+				// filter keep its listener's users. Init, exiting now, ends
+				// any that are left.
+				x.copies.Wait()
+				if x.mon.serveDone != nil {
+					<-x.mon.serveDone
+				}
+				ended(nil)
+				early = true
+				break wait
+			case <-released:
+				released = nil
+				if st := x.endEarly(earlyExit); st != nil {
+					ended(st)
+					early = true
+					break wait
+				}
+			case <-ctrlDone: // init ended without a word: only its exit says how
+				break wait
 			}
-			ended()
-			early = true
-		case <-ctrlDone: // init ended without a word: only its exit says how
 		}
 	}
 	_ = x.cmd.Wait() // the exit status is read from ProcessState
@@ -584,17 +651,45 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 	return early
 }
 
+// endEarly ends the execution on the command's own report, without waiting
+// for init to reap it (Spec.EarlyExit): the seccomp listener's end says that
+// every process of the command has begun to exit (the kernel releases the
+// filter before it tears a process's memory down, which takes the engine's
+// worker ~0.6 ms), so none can write any more, and what the pipes hold is
+// all there will be. It returns the exit status, or nil to wait for init:
+// after the timeout's kill or ctx's, or when earlyExit finds no exit in the
+// report (the command was killed before it made one, say).
+func (x *execution) endEarly(earlyExit func() (int, bool)) *exitStatus {
+	if x.timedOut.Load() || x.cancel.Load() {
+		return nil
+	}
+	x.report.stop()
+	code, ok := earlyExit()
+	if !ok {
+		return nil
+	}
+	for _, p := range x.pipes {
+		p.stop()
+	}
+	return &exitStatus{Code: code}
+}
+
 // result turns what happened into a Result, or the SetupError that stopped
 // the command from running.
 func (x *execution) result() (*Result, error) {
 	if x.mon.setupErr != nil {
 		return nil, x.mon.setupErr
 	}
-	res := &Result{Degraded: x.mon.degraded, Violations: x.mon.violations()}
 	// As for ctx, the timeout counts only if its kill came before init
 	// could report the command's end.
-	timedOut := x.timedOut.Load() && x.mon.exit == nil
-	switch st := x.mon.exit; {
+	return x.resultOf(x.mon.exit, x.timedOut.Load() && x.mon.exit == nil)
+}
+
+// resultOf is the Result of a command that exited with st (nil: init ended
+// without a word) or, timedOut, was killed for its timeout.
+func (x *execution) resultOf(st *exitStatus, timedOut bool) (*Result, error) {
+	res := &Result{Degraded: x.mon.degraded, Violations: x.mon.violations()}
+	switch {
 	case timedOut:
 		res.ExitCode, res.Signal = ExitTimeout, "SIGKILL"
 		res.LimitsHit = append(res.LimitsHit, "timeout")
@@ -785,6 +880,7 @@ type monitor struct {
 	serveStop context.CancelFunc
 	serveDone chan struct{}
 	exited    chan struct{} // closed when exit is set
+	released  chan struct{} // closed when the seccomp filter has no users left
 
 	mu     sync.Mutex
 	order  []string
@@ -849,10 +945,13 @@ func (m *monitor) serve(fd int) {
 	go func() {
 		defer close(m.serveDone)
 		defer unix.Close(fd)
-		_ = seccomp.Serve(ctx, fd, func(n seccomp.Notification) syscall.Errno {
+		err := seccomp.Serve(ctx, fd, func(n seccomp.Notification) syscall.Errno {
 			m.record(syscallName(n.Nr))
 			return unix.EPERM
 		})
+		if err == nil && m.released != nil {
+			close(m.released) // every process under the filter is exiting
+		}
 	}()
 }
 

@@ -13,8 +13,10 @@ import (
 // time: each fails with the errno handle returns, or EPERM if it returns 0, so
 // a handler can never make a syscall succeed without running it.
 //
-// Serve returns nil once every process using the filter has exited and been
-// reaped, and ctx.Err() when ctx is done. It does not close listener; the
+// Serve returns nil once every process using the filter has begun to exit
+// (the kernel releases a process's filter early in its exit, before it
+// tears its memory down; none of them can run or make a syscall again), and
+// ctx.Err() when ctx is done. It does not close listener; the
 // caller closes it after Serve returns, which fails any syscall still waiting
 // with ENOSYS.
 func Serve(ctx context.Context, listener int, handle func(Notification) syscall.Errno) error {
