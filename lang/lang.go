@@ -41,6 +41,13 @@ type Program struct {
 type Outcome struct {
 	Result json.RawMessage `json:"result,omitempty"` // the program's value, as JSON
 	Error  *Error          `json:"error,omitempty"`  // an uncaught error
+
+	// Exit is the runner's exit code, from a runner that exits as soon as
+	// it has reported, with nothing of the program's left to run: the
+	// execution can end on it before the kernel has torn the runner down
+	// (jail.Spec.EarlyExit). A runner that may run more of the program
+	// after its report (Python's exit handlers, say) leaves it out.
+	Exit *int `json:"exit,omitempty"`
 }
 
 // Error is an uncaught error, with a stack whose lines are those of the

@@ -136,11 +136,24 @@ func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 	}
 	if program {
 		spec.Result = &x.report
+		spec.EarlyExit = x.reportedExit
 	}
 	if o.Tools != nil {
 		x.tools, x.err = newToolChannel(o.Tools, spec, o.Audit)
 	}
 	return x
+}
+
+// reportedExit is the exit code the runner gave in its report, if it gave
+// one (jail.Spec.EarlyExit, asked once the report is complete): the
+// execution then ends without waiting for the kernel to tear the runner
+// down.
+func (x *execution) reportedExit() (int, bool) {
+	o, err := lang.ParseOutcome(x.report.Bytes())
+	if err != nil || o.Exit == nil {
+		return 0, false
+	}
+	return *o.Exit, true
 }
 
 // attach gives the jail its secrets' placeholders and the network cfg

@@ -104,6 +104,17 @@ func Main(args []string) int {
 		out = engine.Run(ctx, string(src), *name, *l == lang.TypeScript, o)
 		cancel()
 	}
+	timedOut := out.Error != nil && out.Error.Name == "TimeoutError"
+	if !timedOut {
+		// Nothing of the program runs after this report: the engine is
+		// done with it, and the process exits with this code once stderr
+		// has the error.
+		code := 0
+		if out.Error != nil {
+			code = 1
+		}
+		out.Exit = &code
+	}
 	if b, err := json.Marshal(out); err == nil {
 		_, _ = result.Write(b)
 	}
@@ -111,7 +122,7 @@ func Main(args []string) int {
 		printError(out.Error)
 	}
 	switch {
-	case out.Error != nil && out.Error.Name == "TimeoutError":
+	case timedOut:
 		// Only the deadline above interrupts the engine. The jail reports
 		// a timeout its own way (exit 124, SIGKILL, limits_hit "timeout"):
 		// rather than imitate that, wait for it, so that the user sees the

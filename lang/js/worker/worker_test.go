@@ -94,3 +94,24 @@ func TestWarmTimeoutStartsWithJob(t *testing.T) {
 		t.Errorf("exit %d, outcome %s %+v, stderr %q", code, out.Result, out.Error, stderr)
 	}
 }
+
+// The report carries the exit code the worker then exits with, on which a
+// pooled execution ends before the kernel has torn the worker down
+// (jail.Spec.EarlyExit); a timed-out program's report has none, since the
+// worker waits for the jail's kill.
+func TestReportedExit(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		code int
+	}{{"return 1", 0}, {"throw new Error('no')", 1}, {"console.log('x'); await Promise.reject(new TypeError('t'))", 1}} {
+		job, _ := json.Marshal(js.NewJob([]byte(c.src), "main.ts", true))
+		code, _, _, out := worker(t, job, 0, "-warm", "-timeout=10s")
+		if code != c.code || out.Exit == nil || *out.Exit != code {
+			t.Errorf("%q: exit %d, reported %v; want %d both", c.src, code, out.Exit, c.code)
+		}
+	}
+	job, _ := json.Marshal(js.NewJob([]byte("for (;;) {}"), "main.js", false))
+	if code, _, _, out := worker(t, job, 0, "-warm", "-timeout=2s"); code != 124 || out.Exit != nil {
+		t.Errorf("timed out: exit %d, reported %v; want 124 and none", code, out.Exit)
+	}
+}
