@@ -107,8 +107,10 @@ func Main(args []string) int {
 	timedOut := out.Error != nil && out.Error.Name == "TimeoutError"
 	if !timedOut {
 		// Nothing of the program runs after this report: the engine is
-		// done with it, and the process exits with this code once stderr
-		// has the error.
+		// done with it (its event loop ends only once no fetch or tool
+		// call is in flight, as Node's does, so no refusal of one can come
+		// after this either), and the process exits with this code once
+		// stderr has the error.
 		code := 0
 		if out.Error != nil {
 			code = 1

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,5 +115,18 @@ func TestReportedExit(t *testing.T) {
 	job, _ := json.Marshal(js.NewJob([]byte("for (;;) {}"), "main.js", false))
 	if code, _, _, out := worker(t, job, 0, "-warm", "-timeout=2s"); code != 124 || out.Exit != nil {
 		t.Errorf("timed out: exit %d, reported %v; want 124 and none", code, out.Exit)
+	}
+
+	// A fetch the program did not wait for is over before the report (the
+	// event loop waits for it, as Node's does): no refusal of it can come
+	// after the report, on which the execution ends.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		_, _ = w.Write([]byte("late"))
+	}))
+	defer srv.Close()
+	job, _ = json.Marshal(js.NewJob([]byte("fetch('"+srv.URL+"/').then(r => r.text()).then(t => console.log(t)); return 1"), "main.js", false))
+	if code, stdout, _, out := worker(t, job, 0, "-warm", "-timeout=10s"); code != 0 || stdout != "late\n" || out.Exit == nil || *out.Exit != 0 {
+		t.Errorf("a fetch not waited for: exit %d, stdout %q, reported %v; want 0, its body, 0", code, stdout, out.Exit)
 	}
 }
