@@ -134,8 +134,8 @@ type Spec struct {
 	// all they wrote, EarlyExit is asked for the command's exit code, from
 	// its report; if it has one, Ended comes with it then, when the rest of
 	// Stdout and Stderr is read too, not once init has reaped the command.
-	// Without a seccomp listener, after the timeout's kill or ctx's, or
-	// when it says no, Ended waits for init as without it.
+	// Without a seccomp listener, after the timeout's kill, ctx's or the
+	// OOM killer's, or when it says no, Ended waits for init as without it.
 	EarlyExit func() (code int, ok bool)
 
 	// AllowDegraded names the layers (LayerCgroup, ...) that may be missing.

@@ -657,10 +657,12 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 // filter before it tears a process's memory down, which takes the engine's
 // worker ~0.6 ms), so none can write any more, and what the pipes hold is
 // all there will be. It returns the exit status, or nil to wait for init:
-// after the timeout's kill or ctx's, or when earlyExit finds no exit in the
-// report (the command was killed before it made one, say).
+// after the timeout's kill or ctx's or the OOM killer's (which counts its
+// kill before it sends it: a report made before it does not say how the
+// command ended), or when earlyExit finds no exit in the report (the
+// command was killed before it made one, say).
 func (x *execution) endEarly(earlyExit func() (int, bool)) *exitStatus {
-	if x.timedOut.Load() || x.cancel.Load() {
+	if x.timedOut.Load() || x.cancel.Load() || (x.cg != nil && x.cg.oomKilled()) {
 		return nil
 	}
 	x.report.stop()
