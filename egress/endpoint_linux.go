@@ -32,9 +32,9 @@ import (
 // write side, fdbased's InjectableEndpoint, reads nothing and so has no
 // eventfd.
 //
-// The reader also stops under a flood: it looks at the stop flag before
-// each read, where fdbased looked at its eventfd only once the device was
-// empty.
+// The reader also stops under a flood: once told to stop, it reads at most
+// maxDrain more packets, where fdbased looked at its eventfd only once the
+// device was empty.
 type endpoint struct {
 	*fdbased.InjectableEndpoint // writes; and MTU, capabilities, headers
 	fd                          int
@@ -118,8 +118,12 @@ func (e *endpoint) Close() {
 	}
 }
 
+// maxDrain bounds the packets the reader delivers once told to stop: a
+// tun device's queue holds 500 by default (txqueuelen).
+const maxDrain = 1024
+
 // read reads packets from the tun device and delivers them to d until it
-// is stopped, or the device fails.
+// is stopped and the device is empty, or the device fails.
 func (e *endpoint) read(d stack.NetworkDispatcher) {
 	defer close(e.done)
 	// The device hands over one packet per read, at most MTU bytes, into
@@ -133,10 +137,20 @@ func (e *endpoint) read(d stack.NetworkDispatcher) {
 	// stopFD stays open until Close, which comes after Attach(nil) has
 	// waited for this goroutine.
 	wait := []unix.PollFd{{Fd: int32(e.fd), Events: unix.POLLIN}, {Fd: int32(e.stopFD), Events: unix.POLLIN}}
-	for !e.stopping.Load() {
+	// Once told to stop, it still delivers what the device holds, up to
+	// a bound: the jail's processes are gone or exiting by then, and a
+	// datagram one sent just before its end is refused (and recorded) like
+	// any other.
+	for left := maxDrain; left > 0; {
+		if e.stopping.Load() {
+			left--
+		}
 		b := v.AsSlice()
 		n, err := unix.Read(e.fd, b)
 		if err == unix.EAGAIN {
+			if e.stopping.Load() {
+				return // the device is empty
+			}
 			// Until a packet comes, or the eventfd says stop (it then
 			// stays readable, so this returns at once from then on).
 			if _, err := unix.Ppoll(wait, nil, nil); err != nil && err != unix.EINTR {
