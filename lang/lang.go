@@ -35,6 +35,13 @@ type Program struct {
 	Files    map[string][]byte // placed read-only in the jail, by absolute path
 	ReadOnly []string          // host paths the command needs, bound read-only
 	Self     string            // where the command, this very binary, is bound; "" for none
+
+	// ReportsExit says that the runner gives its exit code in its report
+	// (Outcome.Exit) and that nothing of the program can write its fd 3:
+	// the execution may end on that report (jail.Spec.EarlyExit). A runner
+	// whose program runs in its own process (Python's) does not, whatever
+	// the program writes there.
+	ReportsExit bool
 }
 
 // Outcome is what a runner reports on fd 3.

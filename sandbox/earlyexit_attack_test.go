@@ -19,7 +19,10 @@ import (
 // it, once every process of the program has begun to exit. A Python
 // program runs in its runner's process and can write that report itself,
 // with any exit code, and then do what it likes before its end: none of it
-// may change what the execution says happened.
+// may change what the execution says happened. (Python's runner does not
+// say it reports its exit, lang.Program.ReportsExit, so such a report is
+// not ended on at all; these hold whatever the runner says. The jail's
+// tests attack the early end itself.)
 
 // forge is Python that writes a report with an exit code on fd 3, as the
 // engine's worker does, and closes fd 3 so that run.py's own report cannot

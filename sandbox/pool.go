@@ -272,6 +272,7 @@ func (p *Pool) start() *warmJail {
 	w := &warmJail{born: time.Now(), begin: make(chan struct{}), ready: make(chan struct{}), stdin: make(stdinPipe, 1), cancel: cancel,
 		ended: make(chan struct{}), done: make(chan struct{})}
 	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: w.stdin, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
+	w.x.endOnReport(p.prog)
 	if p.lang.Warm.SaysReady {
 		w.x.spec.Result = &readyMark{w: w.x.spec.Result, ready: w.ready}
 	} else {

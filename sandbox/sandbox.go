@@ -88,6 +88,7 @@ func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*R
 // the Result carries what its runner reported.
 func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*Result, error) {
 	x := newExecution(programSpec(&cfg.Sandbox, p), o, true)
+	x.endOnReport(p)
 	x.begin(programRecord(p.Lang, p.Files[p.Main]))
 	return x.run(ctx, cfg)
 }
@@ -136,12 +137,19 @@ func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 	}
 	if program {
 		spec.Result = &x.report
-		spec.EarlyExit = x.reportedExit
 	}
 	if o.Tools != nil {
 		x.tools, x.err = newToolChannel(o.Tools, spec, o.Audit)
 	}
 	return x
+}
+
+// endOnReport lets the execution end on the runner's report, for a runner
+// that gives its exit code there (lang.Program.ReportsExit).
+func (x *execution) endOnReport(p *lang.Program) {
+	if p.ReportsExit {
+		x.spec.EarlyExit = x.reportedExit
+	}
 }
 
 // reportedExit is the exit code the runner gave in its report, if it gave

@@ -61,6 +61,8 @@ func Program(src []byte, file string, ts bool, o Options) *lang.Program {
 		Env:   workerEnv,
 		Files: map[string][]byte{main: src},
 		Self:  Worker,
+
+		ReportsExit: true, // the worker's (see package worker); programs have no fd 3
 	}
 }
 
@@ -108,5 +110,7 @@ func WarmProgram(o Options) *lang.Program {
 		Args: append([]string{Worker, "-warm"}, o.flags()...),
 		Env:  workerEnv,
 		Self: Worker,
+
+		ReportsExit: true,
 	}
 }
