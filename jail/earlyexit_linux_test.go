@@ -40,14 +40,23 @@ sys.stderr.write("err\n"); sys.stderr.flush()
 os.write(3, b"ok")
 os._exit(7)`)
 	s.Memory = 512 << 20
-	for range 5 {
+	// The teardown gives the report milliseconds' start, but a loaded
+	// machine may still let init's word come first: either is right, and
+	// one run in ten at least must end on the report.
+	reported := 0
+	for i := 0; i < 10 && reported == 0; i++ {
 		r, out, errb := runEarly(t, s)
-		if r.ExitCode != 3 || r.Signal != "" {
-			t.Fatalf("%+v; want the reported exit code 3", r)
+		if r.ExitCode == 3 && r.Signal == "" {
+			reported++
+		} else if r.ExitCode != 7 {
+			t.Fatalf("%+v; want the reported exit code 3, or init's 7", r)
 		}
 		if out != strings.Repeat("x", 300000) || errb != "err\n" {
 			t.Fatalf("%d bytes of output and %q; want 300000 and err", len(out), errb)
 		}
+	}
+	if reported == 0 {
+		t.Error("no run ended on the command's report")
 	}
 	if left := jailCgroups(); len(left) != 0 {
 		t.Errorf("cgroups left after Run: %q", left)
