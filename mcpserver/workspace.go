@@ -30,6 +30,8 @@ type workspaces struct {
 	mu     sync.Mutex
 	byID   map[string]*workspace
 	closed bool
+
+	dropping sync.WaitGroup // dropLater's deletions, which close waits for
 }
 
 type workspace struct {
@@ -91,6 +93,18 @@ func drop(dir string) {
 	_ = os.RemoveAll(dir) // only the mount point is left
 }
 
+// dropLater deletes a workspace's directory off the caller's path: an
+// unmount takes ~0.3 ms, which an execute's answer need not wait for (a
+// client past maxPerClient, as a stateless one soon is, evicts one at each
+// call). Its handle is gone already; close waits for the deletion.
+func (w *workspaces) dropLater(dir string) {
+	w.dropping.Add(1)
+	go func() {
+		defer w.dropping.Done()
+		drop(dir)
+	}()
+}
+
 // adopt makes dir, from mkdir, owner's workspace, in use (release it). The
 // handle is random: the directory's name is not (it never leaves the host).
 func (w *workspaces) adopt(dir, owner string) (*workspace, error) {
@@ -108,7 +122,7 @@ func (w *workspaces) adopt(dir, owner string) (*workspace, error) {
 	w.byID[h] = ws
 	w.mu.Unlock()
 	if evicted != "" {
-		drop(evicted)
+		w.dropLater(evicted)
 	}
 	return ws, nil
 }
@@ -164,7 +178,7 @@ func (w *workspaces) release(ws *workspace) {
 	}
 	w.mu.Unlock()
 	if del {
-		drop(ws.dir)
+		w.dropLater(ws.dir)
 	}
 }
 
@@ -235,4 +249,5 @@ func (w *workspaces) close() {
 	for _, ws := range all {
 		drop(ws.dir)
 	}
+	w.dropping.Wait()
 }
