@@ -57,9 +57,18 @@ const code = "return 1\n"
 // lets every caller of the benchmark run at once.
 const serveConfig = "serve:\n  rate: 0\n  max_concurrent: 8\n  pool: 2\n"
 
-// pooled is the warm jails a server keeps when full: 2 per language, ts
-// and js.
-const pooled = 4
+// pooled is the warm jails a server with cfg keeps when full: serve.pool
+// for each language whose runtime is here (ts and js always, py with
+// python3), as the server decides it.
+func pooled(cfg *config.Config) int {
+	n := 0
+	for _, l := range []string{"ts", "js", "py"} {
+		if _, err := sandbox.Program(cfg, l, nil, "-"); err == nil {
+			n += cfg.Serve.Pool
+		}
+	}
+	return n
+}
 
 func main() {
 	crucible := flag.String("crucible", "/tmp/crucible", "the crucible binary")
@@ -205,11 +214,14 @@ func bench(crucible string, n, runs, conc int) error {
 		return fmt.Errorf("http, session: protocol %s, not 2025-11-25", v)
 	}
 
+	// Every pool full, Python's too: waiting for fewer could start a call
+	// while the TypeScript pool still builds.
+	full := pooled(cfg)
 	serverReady := func(url string) func() error {
 		return func() error {
 			return waitFor(func() (bool, error) {
 				r, err := poolReady(url)
-				return r >= pooled, err
+				return r >= full, err
 			})
 		}
 	}
