@@ -143,6 +143,16 @@ func New(o Options) (*Server, error) {
 	}
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.count()) })
+	s.stats.gauge("crucible_session_jails", "Sessions holding a warm jail with their workspace, for their next program.", func() float64 {
+		return float64(len(s.sessionPools()))
+	})
+	s.stats.gauge("crucible_session_jails_ready", "Sessions' warm jails ready for their next program now.", func() float64 {
+		n := 0
+		for _, p := range s.sessionPools() {
+			n += p.Stats().Ready
+		}
+		return float64(n)
+	})
 	s.pools = map[string]*sandbox.Pool{}
 	if sv.Pool > 0 {
 		for _, l := range poolLanguages {
@@ -309,4 +319,17 @@ func (s *Server) sessionOf(ss *mcp.ServerSession, client string) *session {
 		}
 	}()
 	return se
+}
+
+// sessionPools are the sessions' warm jails, each a pool of one.
+func (s *Server) sessionPools() []*sandbox.Pool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ps []*sandbox.Pool
+	for _, se := range s.sessions {
+		if se.warm != nil {
+			ps = append(ps, se.warm)
+		}
+	}
+	return ps
 }

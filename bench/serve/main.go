@@ -220,8 +220,8 @@ func bench(crucible string, n, runs, conc int) error {
 	serverReady := func(url string) func() error {
 		return func() error {
 			return waitFor(func() (bool, error) {
-				r, err := poolReady(url)
-				return r >= full, err
+				r, sessions, err := poolReady(url)
+				return r >= full && sessions, err
 			})
 		}
 	}
@@ -486,21 +486,31 @@ func procUsage(pid int) func() (usage, error) {
 	}
 }
 
-// poolReady scrapes a server's count of warm jails from /metrics.
-func poolReady(base string) (int, error) {
+// poolReady scrapes a server's count of warm jails from /metrics, and
+// says whether each session that holds a warm jail of its own has it ready.
+func poolReady(base string) (int, bool, error) {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	v := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "crucible_pool_ready "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return int(f), err
+		for _, name := range []string{"crucible_pool_ready", "crucible_session_jails", "crucible_session_jails_ready"} {
+			if s, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+				f, err := strconv.ParseFloat(s, 64)
+				if err != nil {
+					return 0, false, err
+				}
+				v[name] = f
+			}
 		}
 	}
-	return 0, errors.New("no crucible_pool_ready in /metrics")
+	if _, ok := v["crucible_pool_ready"]; !ok {
+		return 0, false, errors.New("no crucible_pool_ready in /metrics")
+	}
+	return int(v["crucible_pool_ready"]), v["crucible_session_jails_ready"] >= v["crucible_session_jails"], nil
 }
 
 // waitFor polls ok every 5 ms, for 30 s at most.
