@@ -100,12 +100,15 @@ time.sleep(60)
 	})
 }
 
-// A forged report, then the program's processes go on: a thread, a child
-// and a grandchild in a session of its own, which write after a while (to
-// stdout and to /workspace) and only then exit. The execution ends only
-// once every one of them has: it has all their output, and their files are
-// there when the pool hands the workspace back; no process of the jail is
-// left.
+// A forged report, then the program's processes go on: a child and a
+// grandchild in a session of its own, which write after a second (to
+// stdout and to /workspace), and a thread, which writes after two and
+// keeps the program's main process (Python waits for it) until then. The
+// execution ends only once the main process has, as without the report
+// (the jail ends with its command's main process; the others, still
+// running then, would be killed with it): it has all their output, and
+// their files are there when the pool hands the workspace back; no
+// process of the jail is left.
 func TestEarlyExitForgedThenLive(t *testing.T) {
 	root := t.TempDir()
 	p := pyPool(t, nil, PoolOptions{Size: 1, Workspace: func() (string, func(), error) {
@@ -117,12 +120,12 @@ func TestEarlyExitForgedThenLive(t *testing.T) {
 	}})
 	src := forge + `
 import threading, time
-def late(name):
-    time.sleep(2)
+def late(name, after=1):
+    time.sleep(after)
     with open("/workspace/" + name, "w") as f:
         f.write(name)
     os.write(1, name.encode() + b"\n")
-threading.Thread(target=late, args=("thread",)).start()
+threading.Thread(target=late, args=("thread", 2)).start()
 if os.fork() == 0:
     if os.fork() == 0:
         os.setsid()
