@@ -202,9 +202,12 @@ if pid == 0:
 				repeat(t, a, 0, run)
 			} else {
 				// The command's main process exits first: init reports
-				// its end, and the rest die with init.
-				if r := run(); r.ExitCode != 0 {
-					t.Errorf("%s: exit %d; want init's 0", a.name, r.ExitCode)
+				// its end, and the rest die with init. Their deaths then
+				// end the seccomp filter's users too, so on a loaded
+				// machine the report's end may be ready as soon as
+				// init's, and either may be taken: the same output.
+				if r := run(); r.ExitCode != 0 && r.ExitCode != 3 {
+					t.Errorf("%s: exit %d; want init's 0 (or the report's 3)", a.name, r.ExitCode)
 				}
 			}
 		}
