@@ -205,10 +205,12 @@ func (s *Set) judge(method string, segs []string) Verdict {
 	for i, seg := range segs {
 		folded[i] = strings.ToLower(seg)
 	}
-	what := method + " " + truncate(Format(segs))
+	// what names the request in a refusal only: an allowed one, the usual
+	// case on every request to the API, does not pay to format it.
+	what := func() string { return method + " " + truncate(Format(segs)) }
 	for _, r := range s.rules {
 		if r.deny && r.matches(method, folded) {
-			return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: its rule deny %q matches", s.api, what, r.text),
+			return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: its rule deny %q matches", s.api, what(), r.text),
 				Rule: s.api + ": deny " + r.text}
 		}
 	}
@@ -223,10 +225,10 @@ func (s *Set) judge(method string, segs []string) Verdict {
 		allowed = append(allowed, r.text)
 	}
 	if len(allowed) == 0 {
-		return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: it has no allow rule", s.api, what)}
+		return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: it has no allow rule", s.api, what())}
 	}
 	return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: no allow rule matches (it allows %s)",
-		s.api, what, truncate(strings.Join(allowed, ", ")))}
+		s.api, what(), truncate(strings.Join(allowed, ", ")))}
 }
 
 func (r *rule) matches(method string, segs []string) bool {
