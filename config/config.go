@@ -545,7 +545,7 @@ func Default() *Config {
 func (c *Config) Normalize() {
 	clean := func(p *string) {
 		if *p != "" {
-			*p = cleanPath(*p)
+			*p = filepath.Clean(*p)
 		}
 	}
 	clean(&c.Sandbox.Workspace)
@@ -570,8 +570,6 @@ func (c *Config) Normalize() {
 		c.Servers[name] = s
 	}
 }
-
-func cleanPath(p string) string { return filepath.Clean(p) }
 
 // Validate checks every bound, in field order, and returns the first violation
 // as a one-line error that starts with the key, e.g.

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -78,12 +79,12 @@ func defaultServe() Serve {
 }
 
 func (s *Serve) validate() error {
-	if s.Token != "" && !tokenOK(s.Token) {
+	if s.Token != "" && !TokenOK(s.Token) {
 		// The value is not quoted: it is a credential.
 		return fieldErrorf("serve.token", "must be at least %d characters, without spaces or line breaks", minTokenLen)
 	}
 	for i, t := range s.Tokens {
-		if !tokenOK(t) {
+		if !TokenOK(t) {
 			return fieldErrorf(fmt.Sprintf("serve.tokens[%d]", i), "must be at least %d characters, without spaces or line breaks", minTokenLen)
 		}
 	}
@@ -125,14 +126,12 @@ func (s *Serve) validate() error {
 }
 
 // TokenOK reports whether t may be a bearer token (as CRUCIBLE_TOKEN too).
-func TokenOK(t string) bool { return tokenOK(t) }
-
-func tokenOK(t string) bool {
+func TokenOK(t string) bool {
 	return len(t) >= minTokenLen && !strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f })
 }
 
 func (s *Serve) normalize() {
 	if s.Skills != "" {
-		s.Skills = cleanPath(s.Skills)
+		s.Skills = filepath.Clean(s.Skills)
 	}
 }
