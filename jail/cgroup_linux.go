@@ -290,15 +290,7 @@ func readEvent(fd int, key string) int64 {
 	return parseEvent(buf[:n], key)
 }
 
-// eventCount reads "key N" from a flat-keyed cgroup file; 0 if absent.
-func eventCount(path, key string) int64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	return parseEvent(b, key)
-}
-
+// parseEvent finds "key N" in a flat-keyed cgroup file's text; 0 if absent.
 func parseEvent(b []byte, key string) int64 {
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)

@@ -119,9 +119,10 @@ type Spec struct {
 
 	// Ended, if not nil, is called once, on Run's goroutine, with Run's
 	// outcome as soon as it is known: when the command has exited (init
-	// has reaped it and said so; or see EarlyExit), its output is read to its end (every
-	// process holding a pipe has closed it) and no process of the jail can
-	// raise a denied syscall any more; or with Run's error. The jail's
+	// has reaped it and said so; or see EarlyExit), its output is read to
+	// its end (every process holding a pipe has closed it) and no process
+	// of the jail can raise a denied syscall any more; or with Run's
+	// error. The jail's
 	// teardown (init's exit with its namespaces, the network, the cgroup)
 	// happens after it, and Run returns the same outcome once the jail is
 	// gone.

@@ -213,8 +213,7 @@ type execution struct {
 	cmd      *exec.Cmd
 	cg       *cgroup        // nil when allowed to be missing
 	ctrl     int            // our end of the control socket
-	outputs  []*capWriter   // stdout, stderr and the result channel
-	pipes    []*outPipe     // their pipes, in the same order
+	outputs  []*outPipe     // stdout, stderr and the result channel
 	report   *outPipe       // the result channel's, if any
 	copies   sync.WaitGroup // until the outputs have everything
 	mon      monitor
@@ -316,7 +315,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		if err != nil {
 			return err
 		}
-		x.report = x.pipes[len(x.pipes)-1]
+		x.report = x.outputs[len(x.outputs)-1]
 		childFiles = append(childFiles, w)
 	}
 	if s.Tools != nil {
@@ -467,25 +466,25 @@ func (x *execution) drain(w io.Writer, owner int, limit int64) (*os.File, error)
 			return nil, fmt.Errorf("jail: pipe: %w", err)
 		}
 	}
-	cw := &capWriter{w: w, left: limit}
-	p := &outPipe{r: r, done: make(chan struct{})}
-	x.outputs, x.pipes = append(x.outputs, cw), append(x.pipes, p)
+	p := &outPipe{w: &capWriter{w: w, left: limit}, r: r, done: make(chan struct{})}
+	x.outputs = append(x.outputs, p)
 	x.copies.Add(1)
 	go func() {
 		defer x.copies.Done()
 		defer close(p.done)
-		_, err := io.Copy(cw, r)
+		_, err := io.Copy(p.w, r)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			p.rest(cw)
+			p.rest()
 		}
 		r.Close()
 	}()
 	return pw, nil
 }
 
-// outPipe is our end of an output's pipe, copied until its end, or until
-// stop when no process can write to it any more.
+// outPipe is an output: our end of its pipe, copied to w until its end, or
+// until stop when no process can write to it any more.
 type outPipe struct {
+	w    *capWriter
 	r    *os.File
 	done chan struct{} // closed when the copy is over
 }
@@ -500,7 +499,7 @@ func (p *outPipe) stop() {
 
 // rest copies what the pipe still holds after the deadline stopped the
 // copy, which may come before a read of what was there.
-func (p *outPipe) rest(w io.Writer) {
+func (p *outPipe) rest() {
 	rc, err := p.r.SyscallConn()
 	if err != nil {
 		return
@@ -512,7 +511,7 @@ func (p *outPipe) rest(w io.Writer) {
 			if n <= 0 || err != nil {
 				return
 			}
-			_, _ = w.Write(buf[:n])
+			_, _ = p.w.Write(buf[:n])
 		}
 	})
 }
@@ -670,7 +669,7 @@ func (x *execution) endEarly(earlyExit func() (int, bool)) *exitStatus {
 	if !ok {
 		return nil
 	}
-	for _, p := range x.pipes {
+	for _, p := range x.outputs {
 		p.stop()
 	}
 	return &exitStatus{Code: code}
@@ -725,7 +724,7 @@ func (x *execution) resultOf(st *exitStatus, timedOut bool) (*Result, error) {
 		}
 	}
 	for _, o := range x.outputs {
-		if o.cut {
+		if o.w.cut {
 			res.Truncated = true
 			res.LimitsHit = append(res.LimitsHit, "output")
 			break

@@ -54,13 +54,15 @@ func TestEventCount(t *testing.T) {
 	if err := os.WriteFile(p, []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if n := eventCount(p, "oom_kill"); n != 2 {
+	fd := openEvents(p)
+	defer unix.Close(fd)
+	if n := readEvent(fd, "oom_kill"); n != 2 {
 		t.Errorf("oom_kill = %d, want 2", n)
 	}
-	if n := eventCount(p, "oom"); n != 1 {
+	if n := readEvent(fd, "oom"); n != 1 {
 		t.Errorf("oom = %d, want 1", n)
 	}
-	if n := eventCount(filepath.Join(t.TempDir(), "absent"), "max"); n != 0 {
+	if n := readEvent(openEvents(filepath.Join(t.TempDir(), "absent")), "max"); n != 0 {
 		t.Errorf("absent file = %d, want 0", n)
 	}
 }
