@@ -561,7 +561,7 @@ func (c *Config) Normalize() {
 		c.APIs[name] = a
 	}
 	c.normalizeSecrets()
-	c.Serve.normalize()
+	clean(&c.Serve.Skills)
 	for name, s := range c.Servers {
 		clean(&s.Cwd)
 		for i := range s.RO {

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -128,10 +127,4 @@ func (s *Serve) validate() error {
 // TokenOK reports whether t may be a bearer token (as CRUCIBLE_TOKEN too).
 func TokenOK(t string) bool {
 	return len(t) >= minTokenLen && !strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f })
-}
-
-func (s *Serve) normalize() {
-	if s.Skills != "" {
-		s.Skills = filepath.Clean(s.Skills)
-	}
 }
