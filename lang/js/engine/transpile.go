@@ -96,8 +96,8 @@ func (e *parseError) langError(name string) *lang.Error {
 }
 
 // transform runs esbuild on code, without a source map: writing one and
-// reading it back is a tenth of a transform's time, on the path of every
-// execution, and only a stack trace needs it. The first that does asks
+// reading it back was nearly a third of a transpile's time, on the path of
+// every execution, and only a stack trace needs it. The first that does asks
 // esbuild again for the same output with its map (see mapOf).
 func transform(code, name string, ts bool) (*program, *parseError) {
 	r := api.Transform(code, transformOptions(name, ts, api.SourceMapNone))

@@ -27,8 +27,8 @@ import (
 // main: Go initializes a package as soon as everything it imports is,
 // taking the first by import path among those ready, so this one runs right
 // after the engine and before the packages of the binary it does not need
-// that sort after it (the MCP SDK, Prometheus, the sandbox itself), and a
-// worker never pays for their initialization. The packages it imports and
+// that sort after it (the MCP SDK, the tools bridge, the sandbox itself),
+// and a worker never pays for their initialization. The packages it imports and
 // those ready before them still initialize first (modernc.org's sort after
 // most others). Any binary that links this package, as package sandbox
 // does, is a worker when run as one; in any other process this returns at
