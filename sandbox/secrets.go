@@ -112,13 +112,9 @@ func readSource(s *config.Secret) ([]byte, error) {
 		}
 		return []byte(v), nil
 	case "file":
-		b, err := os.ReadFile(arg)
+		b, err := readFile(arg)
 		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, fmt.Errorf("the file cannot be read: %w", err)
+			return nil, err
 		}
 		b = bytes.TrimSuffix(b, []byte("\n"))
 		if len(b) == 0 {
@@ -127,6 +123,20 @@ func readSource(s *config.Secret) ([]byte, error) {
 		return b, nil
 	}
 	return nil, errors.New("must be env:VAR or file:/absolute/path")
+}
+
+// readFile reads the file at path. Its error does not name the path,
+// which is the operator's and none of the model's business.
+func readFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("the file cannot be read: %w", err)
+	}
+	return b, nil
 }
 
 // secretPolicy compiles a secret's host rules as an allow list beside the
@@ -169,13 +179,9 @@ func checkSecrets(cfg *config.Config) error {
 // upstreamRoots are the system roots and the certificates of the PEM file
 // at path.
 func upstreamRoots(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("the file cannot be read: %w", err)
+		return nil, err
 	}
 	roots, err := x509.SystemCertPool()
 	if err != nil {
