@@ -132,25 +132,22 @@ func messages(text []byte) bool {
 	if text[0] != '{' {
 		return false
 	}
-	for _, m := range []json.RawMessage{text} {
-		var msg struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Method  *string         `json:"method"`
-			Result  json.RawMessage `json:"result"`
-			Error   json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(m, &msg) != nil || msg.JSONRPC != "2.0" {
-			return false
-		}
-		if msg.Method == nil && (msg.ID == nil || (msg.Result == nil && msg.Error == nil)) {
-			return false // neither a request, a notification nor a response
-		}
-		if id := bytes.TrimSpace(msg.ID); len(id) > 0 && id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9') {
-			return false // an id is a string or a number
-		}
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  *string         `json:"method"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
 	}
-	return true
+	if json.Unmarshal(text, &msg) != nil || msg.JSONRPC != "2.0" {
+		return false
+	}
+	if msg.Method == nil && (msg.ID == nil || (msg.Result == nil && msg.Error == nil)) {
+		return false // neither a request, a notification nor a response
+	}
+	id := bytes.TrimSpace(msg.ID)
+	// An id is a string or a number.
+	return len(id) == 0 || id[0] == '"' || id[0] == '-' || ('0' <= id[0] && id[0] <= '9')
 }
 
 func (g *stdioGuard) answer(id []byte, code int, msg string) {
