@@ -54,12 +54,17 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 	if len(cfg.Secrets) == 0 && !hasRules(cfg) {
 		return nil, nil
 	}
-	if err := checkSecrets(cfg); err != nil {
+	// The rules first: a rule that does not compile is named before any
+	// source is read.
+	s := &Secrets{values: map[string][]byte{}}
+	var err error
+	if s.apis, s.hosts, err = compileSecretRules(cfg); err != nil {
 		return nil, err
 	}
-	s := &Secrets{values: map[string][]byte{}, hosts: map[string]*netpolicy.Policy{}}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Secrets)) {
 		sec := cfg.Secrets[name]
+		// Those of its APIs are allowed with the APIs (apiNetwork).
+		s.rules = append(s.rules, sec.Hosts...)
 		at := config.KeyPath("secrets", -1, name)
 		v, err := readSource(&sec)
 		if err != nil {
@@ -72,18 +77,6 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 			return nil, fmt.Errorf("%s.from: the value is longer than %d bytes", at, secrets.MaxLen)
 		}
 		s.values[name] = v
-		hosts := cfg.SecretHosts(name)
-		p, err := secretPolicy(&cfg.Network, hosts)
-		if err != nil {
-			return nil, secretRuleError(cfg, at, err)
-		}
-		s.hosts[name] = p
-		// Those of its APIs are allowed with the APIs (apiNetwork).
-		s.rules = append(s.rules, sec.Hosts...)
-	}
-	var err error
-	if s.apis, err = compileAPIs(cfg); err != nil {
-		return nil, err
 	}
 	// Drawing placeholders once checks what only a whole set can tell
 	// (two secrets with one value).
@@ -165,15 +158,26 @@ func secretRuleError(cfg *config.Config, at string, err error) error {
 // checkSecrets checks what config cannot of the secrets and the APIs: that
 // their host rules and the APIs' rules compile.
 func checkSecrets(cfg *config.Config) error {
-	if _, err := compileAPIs(cfg); err != nil {
-		return err
+	_, _, err := compileSecretRules(cfg)
+	return err
+}
+
+// compileSecretRules compiles the APIs' rules, and the hosts each secret
+// may go to: its own and its APIs'.
+func compileSecretRules(cfg *config.Config) ([]apiRules, map[string]*netpolicy.Policy, error) {
+	apis, err := compileAPIs(cfg)
+	if err != nil {
+		return nil, nil, err
 	}
+	hosts := map[string]*netpolicy.Policy{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Secrets)) {
-		if _, err := secretPolicy(&cfg.Network, cfg.Secrets[name].Hosts); err != nil {
-			return secretRuleError(cfg, config.KeyPath("secrets", -1, name), err)
+		p, err := secretPolicy(&cfg.Network, cfg.SecretHosts(name))
+		if err != nil {
+			return nil, nil, secretRuleError(cfg, config.KeyPath("secrets", -1, name), err)
 		}
+		hosts[name] = p
 	}
-	return nil
+	return apis, hosts, nil
 }
 
 // upstreamRoots are the system roots and the certificates of the PEM file
