@@ -178,9 +178,9 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 		owner = se.ctx
 	}
 	ctx, cancel := joinContext(ctx, owner)
-	if done := s.requestDone(req); done != nil {
+	if rc := s.requestContext(req); rc != nil {
 		var cancel2 context.CancelFunc
-		ctx, cancel2 = joinDone(ctx, done)
+		ctx, cancel2 = joinContext(ctx, rc)
 		return ctx, func() {
 			cancel2()
 			cancel()
@@ -417,14 +417,14 @@ func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) (stop f
 	}
 }
 
-// requestDone is closed when the HTTP request that carries req is gone;
-// nil for stdio.
-func (s *Server) requestDone(req *mcp.CallToolRequest) <-chan struct{} {
+// requestContext is the context of the HTTP request that carries req, done
+// when the request is gone; nil for stdio.
+func (s *Server) requestContext(req *mcp.CallToolRequest) context.Context {
 	if req.Extra == nil || req.Extra.Header == nil {
 		return nil
 	}
 	if id := req.Extra.Header.Get(requestHeader); id != "" {
-		return s.requests.done(id)
+		return s.requests.context(id)
 	}
 	return nil
 }
@@ -508,24 +508,13 @@ func truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "... (cut; see the structured result)"
 }
 
-// joinContext is ctx, also cancelled when other is.
+// joinContext is ctx, also cancelled when other is (without a goroutine
+// per execution waiting for either).
 func joinContext(ctx, other context.Context) (context.Context, context.CancelFunc) {
-	return joinDone(ctx, other.Done())
-}
-
-// joinDone is ctx, also cancelled when done is closed.
-func joinDone(ctx context.Context, done <-chan struct{}) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	stop := make(chan struct{})
-	go func() {
-		select {
-		case <-done:
-			cancel()
-		case <-stop:
-		}
-	}()
+	stop := context.AfterFunc(other, cancel)
 	return ctx, func() {
-		close(stop)
+		stop()
 		cancel()
 	}
 }

@@ -50,7 +50,7 @@ func (s *Server) Handler(tokens []string) http.Handler {
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		id, forget := s.requests.add(r.Context().Done())
+		id, forget := s.requests.add(r.Context())
 		defer forget()
 		r.Header.Set(requestHeader, id)
 		sid := r.Header.Get("Mcp-Session-Id")
@@ -168,21 +168,22 @@ func Loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// requests maps the ids our middleware gives HTTP requests to their end.
+// requests maps the ids our middleware gives HTTP requests to their
+// contexts, done when the request is.
 type requests struct {
 	mu sync.Mutex
-	m  map[string]<-chan struct{}
+	m  map[string]context.Context
 }
 
-func (q *requests) add(done <-chan struct{}) (id string, forget func()) {
+func (q *requests) add(ctx context.Context) (id string, forget func()) {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	id = hex.EncodeToString(b)
 	q.mu.Lock()
 	if q.m == nil {
-		q.m = map[string]<-chan struct{}{}
+		q.m = map[string]context.Context{}
 	}
-	q.m[id] = done
+	q.m[id] = ctx
 	q.mu.Unlock()
 	return id, func() {
 		q.mu.Lock()
@@ -191,7 +192,7 @@ func (q *requests) add(done <-chan struct{}) (id string, forget func()) {
 	}
 }
 
-func (q *requests) done(id string) <-chan struct{} {
+func (q *requests) context(id string) context.Context {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.m[id]
