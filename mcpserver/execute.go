@@ -490,7 +490,7 @@ var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\v", "\n", "\f",
 // for, inside a reason) on one line.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 {
+		if breaksLine(r) {
 			return ' '
 		}
 		return r

@@ -182,7 +182,7 @@ func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveS
 		return nil, nil, fmt.Errorf("name %q: want lowercase letters, digits and _, then .ts, .js or .py", truncate(in.Name, 80))
 	case len(in.Code) > maxSkill:
 		return nil, nil, fmt.Errorf("code is larger than %d KiB", maxSkill>>10)
-	case desc == "" || len(desc) > 200 || strings.ContainsFunc(desc, breaksComment):
+	case desc == "" || len(desc) > 200 || strings.ContainsFunc(desc, breaksLine):
 		return nil, nil, errors.New("description: want one line of at most 200 characters, without control characters")
 	}
 	comment := "// "
@@ -217,10 +217,10 @@ func (s *Server) deleteSkill(_ context.Context, req *mcp.CallToolRequest, in del
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Deleted."}}}, nil, nil
 }
 
-// breaksComment reports whether r may end the line comment that holds a
-// skill's description (JavaScript also ends a line at U+2028 and U+2029),
+// breaksLine reports whether r may end a line to some reader (JavaScript
+// also ends one, and a skill's description comment, at U+2028 and U+2029),
 // or has no business in one line of text.
-func breaksComment(r rune) bool {
+func breaksLine(r rune) bool {
 	return r < ' ' || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029
 }
 
