@@ -635,14 +635,16 @@ func TestAttackProgressAfterEnd(t *testing.T) {
 		if _, err := cs.CallTool(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
-		// The answer and the notifications share one ordered pipe: give the
-		// client's dispatch of what came before the answer a moment.
-		time.Sleep(100 * time.Millisecond)
+		// The answer and the notifications share one ordered pipe, but the
+		// client dispatches notifications on goroutines of their own: give
+		// those that came before the answer a second, on a loaded machine.
+		// (A server that went on notifying would still be seen after it.)
+		time.Sleep(time.Second)
 		mu.Lock()
 		ended[tok] = true
 		mu.Unlock()
 	}
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(late) > 0 {

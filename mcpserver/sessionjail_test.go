@@ -12,7 +12,7 @@ import (
 // After a session's execution, a jail with the session's workspace is
 // readied for its next program, and /metrics says so: one session holding
 // one, ready (what an operator, and bench/serve, wait for). The session's
-// next execution takes it.
+// next execution then runs in its workspace.
 func TestSessionJailMetrics(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	s := newServer(t, nil)
