@@ -12,6 +12,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -257,14 +258,38 @@ func (s *Server) newMCP(stateless bool) (*mcp.Server, error) {
 		Instructions: ins,
 		Logger:       s.log,
 	})
-	mcp.AddTool(srv, executeTool(), s.executeHandler(stateless))
-	mcp.AddTool(srv, searchTool(), s.search)
+	if err := addTool(srv, executeTool(), s.executeHandler(stateless)); err != nil {
+		return nil, err
+	}
+	if err := addTool(srv, searchTool(), s.search); err != nil {
+		return nil, err
+	}
 	if s.cfg.Serve.Skills != "" {
 		if err := s.addSkills(srv); err != nil {
 			return nil, err
 		}
 	}
 	return srv, nil
+}
+
+// addTool adds t with its schemas given as JSON. The SDK marshals a tool's
+// input schema again on every call from a client of the 2026 protocol (it
+// looks for x-mcp-header annotations): for a *jsonschema.Schema that is a
+// walk by reflection, for JSON a copy. A stateless call that is refused at
+// once took ~10 % less of the server's CPU, and 40-50 us less.
+func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) error {
+	for _, f := range []*any{&t.InputSchema, &t.OutputSchema} {
+		if *f == nil {
+			continue
+		}
+		b, err := json.Marshal(*f)
+		if err != nil {
+			return fmt.Errorf("the schema of tool %s: %w", t.Name, err)
+		}
+		*f = json.RawMessage(b)
+	}
+	mcp.AddTool(srv, t, h)
+	return nil
 }
 
 // endSession stops the executions of the HTTP session id, if it is

@@ -106,8 +106,10 @@ func (s *Server) addSkills(srv *mcp.Server) error {
 		s.addSkillResource(srv, n, skillDescription(src))
 	}
 	if s.cfg.Serve.SkillsWritable {
-		mcp.AddTool(srv, saveSkillTool(), s.saveSkill)
-		mcp.AddTool(srv, deleteSkillTool(), s.deleteSkill)
+		if err := addTool(srv, saveSkillTool(), s.saveSkill); err != nil {
+			return err
+		}
+		return addTool(srv, deleteSkillTool(), s.deleteSkill)
 	}
 	return nil
 }
