@@ -46,6 +46,11 @@ type Warm struct {
 	// Input is the worker's stdin that hands it src, a program named like
 	// file.
 	Input func(src []byte, file string) ([]byte, error)
+	// Worker, if not "", names the worker that Program starts: languages
+	// whose Warm names the same Worker start the same one, with the same
+	// settings, so that a jail readied for one runs the others' programs
+	// too, each handed over by its own language's Input.
+	Worker string
 	// SaysReady: the worker writes ReadyMark on fd 3, before its outcome,
 	// once it is ready and waits for its job, so that a pool hands work to
 	// the jails that can start it at once. Without it, a jail counts as

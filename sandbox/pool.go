@@ -23,11 +23,10 @@ import (
 // was made with: on a change of configuration, close the pool and make
 // another.
 type Pool struct {
-	cfg   *config.Config
-	lang  lang.Language
-	input func(src []byte, file string) ([]byte, error) // the worker's stdin for a program
-	prog  *lang.Program                                 // the warm worker
-	o     PoolOptions
+	cfg  *config.Config
+	lang lang.Language
+	prog *lang.Program // the warm worker
+	o    PoolOptions
 
 	ctx    context.Context // ends every jail of the pool
 	cancel context.CancelFunc
@@ -121,7 +120,7 @@ func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) 
 		o.InFlight = max(o.Size, 1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{cfg: cfg, lang: l, input: l.Warm.Input, prog: l.Warm.Program(settings(cfg)),
+	p := &Pool{cfg: cfg, lang: l, prog: l.Warm.Program(settings(cfg)),
 		o: o, ctx: ctx, cancel: cancel, slots: make(chan struct{}, o.InFlight)}
 	p.refill()
 	if o.Idle > 0 {
@@ -143,7 +142,44 @@ func (p *Pool) Run(ctx context.Context, src []byte, file string) (*Result, error
 // /workspace (with PoolOptions.Workspace; "" without), which is then the
 // caller's, whatever the outcome.
 func (p *Pool) RunIn(ctx context.Context, src []byte, file string) (res *Result, dir string, err error) {
-	input, err := p.input(src, file)
+	return p.runIn(ctx, p.lang, src, file)
+}
+
+// RunInAs is RunIn for a program in language, which may be another than
+// the pool's if the pool Serves it.
+func (p *Pool) RunInAs(ctx context.Context, language string, src []byte, file string) (res *Result, dir string, err error) {
+	if !p.Serves(language) {
+		return nil, "", fmt.Errorf("sandbox: a %s pool does not run %s programs", p.lang.Name, language)
+	}
+	l, err := lookup(language)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.runIn(ctx, l, src, file)
+}
+
+// Serves says whether the pool's jails run programs in language: the
+// pool's own, or one that shares its warm worker (SameWorker).
+func (p *Pool) Serves(language string) bool { return SameWorker(p.lang.Name, language) }
+
+// SameWorker says whether the warm jails of languages a and b are alike,
+// so that a jail readied for one runs the other's programs: the same
+// language, or two whose lang.Warm names the same Worker (ts and js).
+func SameWorker(a, b string) bool {
+	if a == b {
+		return true
+	}
+	la, err := lookup(a)
+	if err != nil || la.Warm == nil || la.Warm.Worker == "" {
+		return false
+	}
+	lb, err := lookup(b)
+	return err == nil && lb.Warm != nil && lb.Warm.Worker == la.Warm.Worker
+}
+
+// runIn runs src, a program in l, in one of the pool's jails.
+func (p *Pool) runIn(ctx context.Context, l lang.Language, src []byte, file string) (res *Result, dir string, err error) {
+	input, err := l.Warm.Input(src, file)
 	if err != nil {
 		return nil, "", err
 	}
@@ -163,7 +199,7 @@ func (p *Pool) RunIn(ctx context.Context, src []byte, file string) (res *Result,
 	defer p.refill()
 	defer w.cancel()
 
-	w.x.begin(programRecord(p.lang.Name, src))
+	w.x.begin(programRecord(l.Name, src))
 	var in *os.File
 	select {
 	case in = <-w.stdin:

@@ -30,6 +30,7 @@ func init() {
 					return json.Marshal(NewJob(src, file, l.ts))
 				},
 				SaysReady: true,
+				Worker:    Worker, // ts and js: one engine, told the language by the job
 			},
 		})
 	}

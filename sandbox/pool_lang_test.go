@@ -1,0 +1,69 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/cruciblehq/crucible/audit"
+)
+
+// A TypeScript pool runs JavaScript programs too, as JavaScript (the
+// engine's one worker serves both, told the language by its job), and
+// records them as JavaScript; it refuses a language of another worker.
+func TestPoolRunsAnotherLanguage(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{{"ts", "ts", true}, {"ts", "js", true}, {"js", "ts", true}, {"py", "py", true},
+		{"ts", "py", false}, {"py", "js", false}, {"ts", "cobol", false}, {"cobol", "ts", false}} {
+		if got := SameWorker(c.a, c.b); got != c.same {
+			t.Errorf("SameWorker(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+
+	var buf syncBuffer
+	w := audit.New(&buf)
+	p := jsPool(t, PoolOptions{Size: 1, Audit: w}, 0)
+	defer p.Close()
+	if !p.Serves("js") || p.Serves("py") {
+		t.Errorf("a ts pool serves js %v, py %v", p.Serves("js"), p.Serves("py"))
+	}
+	run := func(language, src string) *Result {
+		t.Helper()
+		x, _, err := p.RunInAs(context.Background(), language, []byte(src), "-")
+		if err != nil {
+			t.Fatalf("%s %q: %v", language, src, err)
+		}
+		return x
+	}
+	const typed = "const n: number = 2; return n"
+	if x := run("js", typed); x.Error == nil || x.Error.Name != "SyntaxError" {
+		t.Errorf("TypeScript's syntax as JavaScript: %+v", x)
+	}
+	if x := run("ts", typed); x.Error != nil || string(x.Result) != "2" {
+		t.Errorf("TypeScript: %+v %+v", x, x.Error)
+	}
+	if x := run("js", "return typeof 1"); x.Error != nil || string(x.Result) != `"number"` {
+		t.Errorf("JavaScript: %+v %+v", x, x.Error)
+	}
+	if _, _, err := p.RunInAs(context.Background(), "py", []byte("print(1)"), "-"); err == nil || !strings.Contains(err.Error(), "does not run py") {
+		t.Errorf("a Python program on a ts pool: %v", err)
+	}
+
+	p.Close()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var langs []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var e struct{ Event, Language string }
+		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "execution" {
+			langs = append(langs, e.Language)
+		}
+	}
+	if strings.Join(langs, " ") != "js ts js" {
+		t.Errorf("audited languages %q, want js ts js", langs)
+	}
+}
