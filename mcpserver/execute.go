@@ -196,7 +196,7 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 // there is none.
 func (s *Server) runProgram(ctx context.Context, se *session, ws *workspace, client, language, code, file string) (*sandbox.Result, *workspace, error) {
 	if warm := s.sessionPool(se, ws, language); warm != nil {
-		res, _, err := warm.RunIn(ctx, []byte(code), file)
+		res, _, err := warm.RunInAs(ctx, language, []byte(code), file)
 		if !errors.Is(err, sandbox.ErrPoolClosed) {
 			return res, ws, err
 		}
@@ -279,7 +279,7 @@ func (s *Server) sessionPool(se *session, ws *workspace, language string) *sandb
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if se.warmDir != ws.dir || se.warmLang != language {
+	if se.warmDir != ws.dir || !sandbox.SameWorker(se.warmLang, language) {
 		return nil
 	}
 	return se.warm
@@ -287,13 +287,14 @@ func (s *Server) sessionPool(se *session, ws *workspace, language string) *sandb
 
 // keepWarm readies a jail with the session's workspace dir for its next
 // execution, taken to be in language, like its last (when the server keeps
-// warm jails of that language at all).
+// warm jails of that language at all). A jail it replaces is closed off the
+// answer's path.
 func (s *Server) keepWarm(se *session, dir, language string) {
 	if s.pools[language] == nil || se.ctx.Err() != nil {
 		return
 	}
 	s.mu.Lock()
-	if se.warmDir == dir && se.warmLang == language && se.warm != nil {
+	if se.warmDir == dir && sandbox.SameWorker(se.warmLang, language) && se.warm != nil {
 		s.mu.Unlock()
 		return
 	}
@@ -318,11 +319,7 @@ func (s *Server) keepWarm(se *session, dir, language string) {
 		}
 	}
 	s.mu.Unlock()
-	for _, p := range []*sandbox.Pool{old, evicted} {
-		if p != nil {
-			p.Close()
-		}
-	}
+	s.retire(old, evicted)
 	p, err := sandbox.NewPool(s.cfg, language, sandbox.PoolOptions{
 		Size: 1, Idle: sessionIdle, InFlight: s.cfg.Serve.MaxConcurrent,
 		Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills,
@@ -336,12 +333,12 @@ func (s *Server) keepWarm(se *session, dir, language string) {
 	s.mu.Lock()
 	if se.ctx.Err() != nil || se.warmDir != dir || se.warmLang != language || se.warm != nil {
 		s.mu.Unlock()
-		p.Close() // the session ended, or moved on, meanwhile
+		s.retire(p) // the session ended, or moved on, meanwhile
 		return
 	}
 	if s.warmSessions >= s.cfg.Serve.MaxConcurrent {
 		s.mu.Unlock()
-		p.Close() // others took the places meanwhile
+		s.retire(p) // others took the places meanwhile
 		return
 	}
 	se.warm, se.warmUsed = p, time.Now()

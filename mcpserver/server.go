@@ -74,6 +74,7 @@ type Server struct {
 	requests requests // the HTTP requests being served
 
 	mu       sync.Mutex
+	closed   bool // Close has begun: nothing more joins wg
 	sessions map[*mcp.ServerSession]*session
 	// warmSessions counts the sessions holding a warm jail of their own:
 	// at most serve.max_concurrent, the least recently used giving way.
@@ -87,7 +88,8 @@ type session struct {
 	made   []string // every workspace made for it, deleted with it
 	// warm keeps a jail ready with the session's workspace (warmDir)
 	// bound, for its next execution in the language of its last
-	// (warmLang): only a fresh workspace can come from the server's pools.
+	// (warmLang), or one that shares its worker (sandbox.SameWorker: ts
+	// and js): only a fresh workspace can come from the server's pools.
 	warm     *sandbox.Pool
 	warmDir  string
 	warmLang string
@@ -201,6 +203,9 @@ func New(o Options) (*Server, error) {
 
 // Close stops every execution, waits for them, and deletes the workspaces.
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
 	for _, p := range s.pools {
 		p.Close()
@@ -208,6 +213,32 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	s.spaces.close()
 	return os.Remove(s.spaces.root)
+}
+
+// retire closes pools off the caller's path: a pool's Close waits for its
+// jails' teardown, which an answer need not. Close waits for them.
+func (s *Server) retire(pools ...*sandbox.Pool) {
+	closeAll := func() {
+		for _, p := range pools {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if closed {
+		closeAll()
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		closeAll()
+	}()
 }
 
 // warmWorkspace gives a warm jail its directory, deleted if no execution

@@ -613,6 +613,24 @@ func TestSessionWarm(t *testing.T) {
 	if st := warm().Stats(); st.Warm+st.Cold != 2 || st.Warm == 0 {
 		t.Errorf("the session's pool served %+v; want both later executions, the first warm", st)
 	}
+	// A JavaScript program of the session runs in its TypeScript jail (one
+	// worker serves both), warm, as JavaScript; the jail stays.
+	p := warm()
+	for p.Stats().Ready == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the session's jail was not readied again")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, out := execute(t, cs, map[string]any{"language": "js", "code": `return fs.readTextFile("n.txt")`}); out == nil || string(out.Result) != `"3"` {
+		t.Fatalf("javascript in the session: %+v", out)
+	}
+	if res, _ := execute(t, cs, map[string]any{"language": "js", "code": `const n: number = 1; return n`}); !res.IsError || !strings.Contains(text(res), "SyntaxError") {
+		t.Errorf("TypeScript's syntax as the session's JavaScript: %q", text(res))
+	}
+	if st := p.Stats(); warm() != p || st.Warm+st.Cold != 4 || st.Warm < 2 {
+		t.Errorf("the session's pool served %+v (replaced: %v); want the JavaScript programs too, the first warm", st, warm() != p)
+	}
 	// A Python program of the session runs in a new jail, same workspace;
 	// the session's next jail is then a Python one.
 	_, out := execute(t, cs, map[string]any{"language": "py", "code": "print(open('n.txt').read())"})
