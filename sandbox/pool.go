@@ -248,8 +248,11 @@ func (p *Pool) take() (*warmJail, error) {
 		return nil, ErrPoolClosed
 	}
 	p.wg.Add(1)
-	// A jail that is ready first, else the oldest still starting: it is
-	// the nearest to ready.
+	// The newest jail that is ready, else the oldest still starting: it is
+	// the nearest to ready. The newest, not the oldest: the memory it
+	// touched last is the likeliest still warm, and an idle pool's p50 was
+	// ~0.25 ms lower so (bench/pool, three alternating runs); the older
+	// ones wait for a burst, or expire.
 	pick := -1
 	keep := p.ready[:0]
 	for _, w := range p.ready {
@@ -260,7 +263,7 @@ func (p *Pool) take() (*warmJail, error) {
 			continue
 		default:
 		}
-		if pick < 0 && w.isReady() {
+		if w.isReady() {
 			pick = len(keep)
 		}
 		keep = append(keep, w)
