@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"modernc.org/quickjs"
+	"github.com/cruciblehq/crucible/lang/js/engine/internal/bytecode"
 )
 
 func main() {
@@ -24,7 +24,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		bc, err := Compile(string(src))
+		bc, err := bytecode.Compile(string(src))
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", f, err))
 		}
@@ -32,16 +32,6 @@ func main() {
 			fail(err)
 		}
 	}
-}
-
-// Compile compiles one global script.
-func Compile(src string) ([]byte, error) {
-	vm, err := quickjs.NewVM()
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = vm.Close() }()
-	return vm.Compile(src, quickjs.EvalGlobal)
 }
 
 func fail(err error) {
