@@ -11,6 +11,8 @@
 //     (the pool's jails are for fresh workspaces only);
 //   - http session, first call: a new 2025-11-25 session per execution
 //     (connecting is not timed), so that each call is a fresh workspace;
+//   - http session, ts and js: another such session, whose programs
+//     alternate between TypeScript and JavaScript;
 //   - crucible run: the same program, cold, the whole process;
 //   - stdio / http refused: execute with empty code, refused before any
 //     jail: the transport's and the SDK's own cost.
@@ -41,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -200,6 +203,7 @@ func bench(crucible string, n, runs, conc int) error {
 	}
 	stateless := make([]*mcp.ClientSession, conc)
 	sessions := make([]*mcp.ClientSession, conc)
+	mixed := make([]*mcp.ClientSession, conc)
 	for i := range conc {
 		if stateless[i], err = connect(""); err != nil {
 			return fmt.Errorf("http, stateless: %w", err)
@@ -209,6 +213,10 @@ func bench(crucible string, n, runs, conc int) error {
 			return fmt.Errorf("http, session: %w", err)
 		}
 		defer func() { _ = sessions[i].Close() }()
+		if mixed[i], err = connect("2025-11-25"); err != nil {
+			return fmt.Errorf("http, session: %w", err)
+		}
+		defer func() { _ = mixed[i].Close() }()
 	}
 	if v := sessions[0].InitializeResult().ProtocolVersion; v != "2025-11-25" {
 		return fmt.Errorf("http, session: protocol %s, not 2025-11-25", v)
@@ -228,8 +236,12 @@ func bench(crucible string, n, runs, conc int) error {
 	stdioReady, httpReady := serverReady("http://"+metricsAddr), serverReady(base)
 	execute := func(sess func(caller int) *mcp.ClientSession) func(context.Context, int) (int64, error) {
 		return func(ctx context.Context, caller int) (int64, error) {
-			return callExecute(ctx, sess(caller), code)
+			return callExecute(ctx, sess(caller), code, "ts")
 		}
+	}
+	var calls atomic.Int64 // of "http session, ts and js": which language is next
+	alternate := func(ctx context.Context, caller int) (int64, error) {
+		return callExecute(ctx, mixed[caller], code, []string{"ts", "js"}[calls.Add(1)%2])
 	}
 	refused := func(sess *mcp.ClientSession) func(context.Context, int) (int64, error) {
 		return func(ctx context.Context, _ int) (int64, error) {
@@ -249,6 +261,7 @@ func bench(crucible string, n, runs, conc int) error {
 		{name: "stdio", call: execute(func(int) *mcp.ClientSession { return stdio }), ready: stdioReady, usage: procUsage(stdioPid)},
 		{name: "http stateless", call: execute(func(i int) *mcp.ClientSession { return stateless[i] }), ready: httpReady, usage: procUsage(httpCmd.Process.Pid)},
 		{name: "http session", call: execute(func(i int) *mcp.ClientSession { return sessions[i] }), ready: httpReady, usage: procUsage(httpCmd.Process.Pid)},
+		{name: "http session, ts and js", call: alternate, ready: httpReady, usage: procUsage(httpCmd.Process.Pid)},
 		{name: "http session, first call", call: execute(func(int) *mcp.ClientSession { return fresh }),
 			ready: func() error {
 				if fresh != nil {
@@ -264,7 +277,7 @@ func bench(crucible string, n, runs, conc int) error {
 		{name: "stdio refused", call: refused(stdio), ready: func() error { return nil }},
 		{name: "http refused", call: refused(stateless[0]), ready: func() error { return nil }},
 	}
-	cold := rows[5]
+	cold := rows[slices.IndexFunc(rows, func(r *row) bool { return r.name == "crucible run (cold)" })]
 	var coldMu sync.Mutex // its callers add up their processes' usage
 	cold.call = func(ctx context.Context, _ int) (int64, error) {
 		u, ms, err := runCold(ctx, crucible, progPath)
@@ -416,8 +429,8 @@ func report(rows []*row, n, runs, conc int) {
 }
 
 // callExecute runs code with execute on sess and checks that it returned 1.
-func callExecute(ctx context.Context, sess *mcp.ClientSession, src string) (int64, error) {
-	r, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": src}})
+func callExecute(ctx context.Context, sess *mcp.ClientSession, src, language string) (int64, error) {
+	r, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": src, "language": language}})
 	if err != nil {
 		return 0, err
 	}
