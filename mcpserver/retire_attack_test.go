@@ -114,9 +114,8 @@ func leftovers(root string) []string {
 	return left
 }
 
-// noLeftovers fails t with whatever the server left, looked at for a
-// little while (an unmount or a reap the kernel finishes after Close would
-// show; a leftover stays).
+// noLeftovers fails t with whatever the server left beyond the before
+// things (processes and cgroups) found before it was made.
 func noLeftovers(t *testing.T, s *Server, before int) {
 	t.Helper()
 	left := leftovers(s.spaces.root)
