@@ -106,10 +106,10 @@ func (s *Server) addSkills(srv *mcp.Server) error {
 		s.addSkillResource(srv, n, skillDescription(src))
 	}
 	if s.cfg.Serve.SkillsWritable {
-		if err := addTool(srv, saveSkillTool(), s.saveSkill); err != nil {
+		if err := addTool(s, srv, saveSkillTool(), s.saveSkill); err != nil {
 			return err
 		}
-		return addTool(srv, deleteSkillTool(), s.deleteSkill)
+		return addTool(s, srv, deleteSkillTool(), s.deleteSkill)
 	}
 	return nil
 }
