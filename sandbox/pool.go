@@ -164,17 +164,18 @@ func (p *Pool) Serves(language string) bool { return SameWorker(p.lang.Name, lan
 
 // SameWorker says whether the warm jails of languages a and b are alike,
 // so that a jail readied for one runs the other's programs: the same
-// language, or two whose lang.Warm names the same Worker (ts and js).
+// language that can wait in a warm jail, or two whose lang.Warm names the
+// same Worker (ts and js).
 func SameWorker(a, b string) bool {
+	la, err := lookup(a)
+	if err != nil || la.Warm == nil {
+		return false
+	}
 	if a == b {
 		return true
 	}
-	la, err := lookup(a)
-	if err != nil || la.Warm == nil || la.Warm.Worker == "" {
-		return false
-	}
 	lb, err := lookup(b)
-	return err == nil && lb.Warm != nil && lb.Warm.Worker == la.Warm.Worker
+	return err == nil && lb.Warm != nil && la.Warm.Worker != "" && lb.Warm.Worker == la.Warm.Worker
 }
 
 // runIn runs src, a program in l, in one of the pool's jails.

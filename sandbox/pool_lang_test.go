@@ -17,7 +17,8 @@ func TestPoolRunsAnotherLanguage(t *testing.T) {
 		a, b string
 		same bool
 	}{{"ts", "ts", true}, {"ts", "js", true}, {"js", "ts", true}, {"py", "py", true},
-		{"ts", "py", false}, {"py", "js", false}, {"ts", "cobol", false}, {"cobol", "ts", false}} {
+		{"ts", "py", false}, {"py", "js", false}, {"ts", "cobol", false}, {"cobol", "ts", false},
+		{"cobol", "cobol", false}, {"deno", "deno", false}} {
 		if got := SameWorker(c.a, c.b); got != c.same {
 			t.Errorf("SameWorker(%q, %q) = %v", c.a, c.b, got)
 		}
