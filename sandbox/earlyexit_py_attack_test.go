@@ -238,7 +238,8 @@ sys.exit(9)
 
 // A grandchild in a session of its own (and a second fork, as a daemon
 // does) keeps writing 4 KiB at a time (a pipe write the kernel keeps
-// whole) after the runner's exit with 4: the execution ends with the
+// whole; paced, or a fast supervisor reads the output limit's 64 MiB
+// before the runner writes its line) after the runner's exit with 4: the execution ends with the
 // runner, long before its timeout, with the runner's code; what the
 // grandchild wrote is whole writes only; nothing of the jail is left
 // once the pool is closed.
@@ -255,6 +256,7 @@ if os.fork() == 0:
         chunk = b"g" * 4096
         while True:
             os.write(1, chunk)
+            time.sleep(0.0005)  # well under the output limit by main's line
     os._exit(0)
 os.wait()
 os.read(r, 1)
