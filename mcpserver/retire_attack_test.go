@@ -30,18 +30,7 @@ import (
 func ownServer(t *testing.T, edit func(*config.Config), o Options) *Server {
 	t.Helper()
 	testenv.NeedRoot(t, "builds real jails")
-	cfg := config.Default()
-	cfg.Sandbox.Timeout = config.Duration(20 * time.Second)
-	if edit != nil {
-		edit(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	tools, err := sandbox.NewTools(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, tools := testConfig(t, edit)
 	t.Cleanup(tools.Close)
 	o.Config, o.Tools, o.Version, o.ProgressEvery = cfg, tools, "test", time.Second
 	s, err := New(o)

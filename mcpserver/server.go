@@ -230,13 +230,7 @@ func (s *Server) retire(pools ...*sandbox.Pool) {
 			}
 		}
 	}
-	s.mu.Lock()
-	closed := s.closed
-	if !closed {
-		s.wg.Add(1)
-	}
-	s.mu.Unlock()
-	if closed {
+	if !s.join(&s.wg) {
 		closeAll()
 		return
 	}
@@ -244,6 +238,17 @@ func (s *Server) retire(pools ...*sandbox.Pool) {
 		defer s.wg.Done()
 		closeAll()
 	}()
+}
+
+// join adds one to wg unless Close has begun, and says whether it did:
+// Close sets closed under mu before it waits, so every Add comes first.
+func (s *Server) join(wg *sync.WaitGroup) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		wg.Add(1)
+	}
+	return !s.closed
 }
 
 // warmWorkspace gives a warm jail its directory, deleted if no execution
@@ -330,13 +335,7 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 		*f = json.RawMessage(b)
 	}
 	mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		s.mu.Lock()
-		closing := s.closed
-		if !closing {
-			s.calls.Add(1)
-		}
-		s.mu.Unlock()
-		if closing {
+		if !s.join(&s.calls) {
 			var none Out
 			return nil, none, errClosing
 		}

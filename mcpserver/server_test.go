@@ -29,6 +29,24 @@ const (
 // newServer makes a Server on the default configuration, changed by edit.
 func newServer(t *testing.T, edit func(*config.Config)) *Server {
 	t.Helper()
+	cfg, tools := testConfig(t, edit)
+	s, err := New(Options{Config: cfg, Tools: tools, Version: "test", ProgressEvery: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		tools.Close()
+	})
+	return s
+}
+
+// testConfig is the default configuration, changed by edit and valid,
+// and its tools (the caller closes them).
+func testConfig(t *testing.T, edit func(*config.Config)) (*config.Config, *sandbox.Tools) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Sandbox.Timeout = config.Duration(20 * time.Second)
 	if edit != nil {
@@ -41,17 +59,7 @@ func newServer(t *testing.T, edit func(*config.Config)) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Config: cfg, Tools: tools, Version: "test", ProgressEvery: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		tools.Close()
-	})
-	return s
+	return cfg, tools
 }
 
 // connect is a client session over an in-memory pipe: what stdio gives.

@@ -57,14 +57,20 @@ func TestPoolRunsAnotherLanguage(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	if langs := auditedLanguages(buf.String()); strings.Join(langs, " ") != "js ts js" {
+		t.Errorf("audited languages %q, want js ts js", langs)
+	}
+}
+
+// auditedLanguages are the languages of the execution lines of an audit
+// trail, in order.
+func auditedLanguages(trail string) []string {
 	var langs []string
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(trail), "\n") {
 		var e struct{ Event, Language string }
 		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "execution" {
 			langs = append(langs, e.Language)
 		}
 	}
-	if strings.Join(langs, " ") != "js ts js" {
-		t.Errorf("audited languages %q, want js ts js", langs)
-	}
+	return langs
 }

@@ -68,13 +68,7 @@ func TestAttackRunInAsLanguageNames(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	var langs []string
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var e struct{ Event, Language string }
-		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "execution" {
-			langs = append(langs, e.Language)
-		}
-	}
+	langs := auditedLanguages(buf.String())
 	if strings.Join(langs, " ") != "js py" {
 		t.Errorf("audited executions %q; want only js and py", langs)
 	}
