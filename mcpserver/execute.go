@@ -299,21 +299,25 @@ func (s *Server) keepWarm(se *session, dir, language string) {
 		return
 	}
 	old := se.warm
+	if old != nil && !old.StopIfIdle() {
+		s.mu.Unlock()
+		return // another call of the session runs in it: it stays, for now
+	}
 	se.warm, se.warmDir, se.warmLang = nil, dir, language
 	if old != nil {
 		s.warmSessions--
 	}
 	// Every session that ran something would hold a jail: the least
-	// recently used gives its way past the bound.
+	// recently used one that runs nothing gives its way past the bound.
 	var evicted *sandbox.Pool
 	if s.warmSessions >= s.cfg.Serve.MaxConcurrent {
 		var lru *session
 		for _, o := range s.sessions {
-			if o.warm != nil && (lru == nil || o.warmUsed.Before(lru.warmUsed)) {
+			if o.warm != nil && o.warm.Stats().InFlight == 0 && (lru == nil || o.warmUsed.Before(lru.warmUsed)) {
 				lru = o
 			}
 		}
-		if lru != nil {
+		if lru != nil && lru.warm.StopIfIdle() {
 			evicted, lru.warm, lru.warmDir = lru.warm, nil, ""
 			s.warmSessions--
 		}

@@ -346,3 +346,69 @@ return {seen, generic, shared: await fs.readTextFile("shared")};
 		t.Errorf("audited languages %q; want %q first (then deno's, if deno is installed)", got, want)
 	}
 }
+
+// Attack: while a session's program runs in its own warm jail, other
+// sessions' calls push the warm jails past serve.max_concurrent, and the
+// busy session's is the least recently readied. Evicting it would cancel
+// the program with its jail; it must run to its end, and the session keep
+// its jail until then. So too when another call of the same session, in
+// another language, would replace that jail meanwhile.
+func TestAttackEvictionSparesRunningProgram(t *testing.T) {
+	s := ownServer(t, func(c *config.Config) {
+		c.Serve.MaxConcurrent = 2
+		c.Serve.Pool = 1
+		c.Serve.Rate = 0
+		c.Serve.BusyWait = config.Duration(time.Minute)
+	}, Options{})
+	a := connect(t, s)
+	if _, out := execute(t, a, map[string]any{"code": "return 1"}); out == nil {
+		t.Fatal("the first call made no workspace")
+	}
+	warm := func() *sandbox.Pool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, se := range s.sessions {
+			if se.warm != nil {
+				return se.warm
+			}
+		}
+		return nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var p *sandbox.Pool
+	for p = warm(); p == nil || p.Stats().Ready == 0; p = warm() {
+		if time.Now().After(deadline) {
+			t.Fatal("the session's jail was not readied in 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	long := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
+			"code": "await new Promise((r) => setTimeout(r, 3000)); return 'done'"}})
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		}
+		long <- res
+	}()
+	for p.Stats().InFlight == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the long program did not start in the session's jail")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The same session, in Python: its jail would be replaced by a Python one.
+	if res, _ := execute(t, a, map[string]any{"language": "py", "code": "print(1)"}); res.IsError {
+		t.Errorf("python in the busy session: %q", text(res))
+	}
+	for range 2 {
+		if res, _ := execute(t, connect(t, s), map[string]any{"code": "return 2"}); res.IsError {
+			t.Errorf("another session: %q", text(res))
+		}
+	}
+	res := <-long
+	b, _ := json.Marshal(res.StructuredContent)
+	if res.IsError || !strings.Contains(string(b), `"result":"done"`) {
+		t.Errorf("the busy session's program: %q %s; want it run to its end", text(res), b)
+	}
+}

@@ -418,6 +418,19 @@ func (p *Pool) Close() {
 	}
 }
 
+// StopIfIdle makes the pool refuse any more work (ErrPoolClosed), if no
+// execution runs in it now, and says whether it did; Close then tears it
+// down. An execution that has a jail by then is never cut short for it.
+func (p *Pool) StopIfIdle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.slots) > 0 {
+		return false
+	}
+	p.closed = true
+	return true
+}
+
 // isReady says whether the jail's worker waits for work, warmed, now.
 func (w *warmJail) isReady() bool {
 	select {
