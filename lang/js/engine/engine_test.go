@@ -160,6 +160,22 @@ func TestConsoleStack(t *testing.T) {
 	checkLines(t, src, stdout)
 }
 
+// console shows a class as a class, the engine's own too, whose source
+// text the embedded bytecode leaves out, as Deno and Node show theirs; a
+// function and a built-in stay functions.
+func TestConsoleClasses(t *testing.T) {
+	src := "class A {}\nclass B extends A {}\nconsole.log(URL, Headers, Response, AbortSignal, TextEncoder, DOMException, A, B, function f() {}, Map)\n"
+	out, stdout := run(t, src, false, Options{})
+	if out.Error != nil {
+		t.Fatal(out.Error)
+	}
+	want := "[class URL] [class Headers] [class Response extends Body] [class AbortSignal extends EventTarget] " +
+		"[class TextEncoder] [class DOMException extends Error] [class A] [class B extends A] [Function: f] [Function: Map]\n"
+	if stdout != want {
+		t.Errorf("got  %q\nwant %q", stdout, want)
+	}
+}
+
 func TestCorpus(t *testing.T) {
 	files, _ := filepath.Glob("testdata/corpus/*.[jt]s")
 	if len(files) == 0 {

@@ -339,6 +339,7 @@
   delete Response.fromHost;
   define(g, "Request", Request);
   define(g, "Response", Response);
+  for (const c of [URL, Body, Request, Response]) web.ownClass(c);
 
   const pending = new Map(); // fetch id -> { resolve, reject, site }
   define(g, "fetch", (input, init) => {

@@ -169,6 +169,10 @@
     }
   }
 
+  // The engine's own classes: their bytecode leaves out their source text
+  // (see internal/bytecode), from which console would tell a class.
+  const ownClasses = new WeakSet();
+
   function defineGlobal(name, value) {
     defineProperty(g, name, { value, writable: true, enumerable: false, configurable: true });
   }
@@ -222,6 +226,7 @@
         return { value, done: false };
       }
     }
+    ownClasses.add(PairIterator);
     Object.setPrototypeOf(PairIterator.prototype, IteratorPrototype);
     delete PairIterator.prototype.constructor;
     toStringTag(PairIterator, tag);
@@ -1696,7 +1701,7 @@
     }
     const nameDesc = getOwnPropertyDescriptor(fn, "name");
     const name = nameDesc !== undefined && typeof nameDesc.value === "string" ? nameDesc.value : "";
-    if (source.startsWith("class") && source.endsWith("}")) {
+    if (ownClasses.has(fn) || source.startsWith("class") && source.endsWith("}")) {
       let base = `class ${name || "(anonymous)"}`;
       if (ctor !== "Function" && ctor !== null) base += ` [${ctor}]`;
       if (tag !== "" && ctor !== tag) base += ` [${tag}]`;
@@ -1976,6 +1981,10 @@
 
   // ---------------------------------------------------------------------
 
+  for (const c of [DOMException, StringBuilder, TextEncoder, TextDecoder, URLSearchParams, Headers,
+    Event, EventTarget, AbortSignal, AbortController]) {
+    ownClasses.add(c);
+  }
   defineGlobal("DOMException", DOMException);
   defineGlobal("TextEncoder", TextEncoder);
   defineGlobal("TextDecoder", TextDecoder);
@@ -1989,5 +1998,5 @@
   defineGlobal("AbortSignal", AbortSignal);
   defineGlobal("AbortController", AbortController);
 
-  return { inspect, updateSearchParams };
+  return { inspect, updateSearchParams, ownClass: (c) => ownClasses.add(c) };
 })
