@@ -223,8 +223,8 @@ func TestAttackRetireCloseRacesKeepWarm(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					// Each call sleeps ~1 s; bounded by count and by the
-					// server's end (a call after Close fails at once).
+					// Each call sleeps ~1 s; bounded by count (a call after
+					// Close is refused at once, as an error result).
 					for r := range 6 {
 						language := []string{"ts", "py", "js"}[(i+r)%3]
 						code := `await new Promise(r => setTimeout(r, 1000)); return 1`

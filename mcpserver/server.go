@@ -373,6 +373,8 @@ func (s *Server) sessionOf(ss *mcp.ServerSession, client string) *session {
 		_ = ss.Wait()
 		close(ended)
 	}()
+	// Not join: a session is made only inside a tool call, which Close
+	// waits for (calls) before it waits for wg.
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

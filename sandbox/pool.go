@@ -149,12 +149,9 @@ func (p *Pool) RunIn(ctx context.Context, src []byte, file string) (res *Result,
 // the pool's if the pool Serves it.
 func (p *Pool) RunInAs(ctx context.Context, language string, src []byte, file string) (res *Result, dir string, err error) {
 	if !p.Serves(language) {
-		return nil, "", fmt.Errorf("sandbox: a %s pool does not run %s programs", p.lang.Name, language)
+		return nil, "", fmt.Errorf("sandbox: a %s pool does not run %q programs", p.lang.Name, language)
 	}
-	l, err := lookup(language)
-	if err != nil {
-		return nil, "", err
-	}
+	l, _ := lookup(language) // Serves found it
 	return p.runIn(ctx, l, src, file)
 }
 
@@ -252,8 +249,8 @@ func (p *Pool) take() (*warmJail, error) {
 	// The newest jail that is ready, else the oldest still starting: it is
 	// the nearest to ready. The newest, not the oldest: the memory it
 	// touched last is the likeliest still warm, and an idle pool's p50 was
-	// ~0.25 ms lower so (bench/pool, three alternating runs); the older
-	// ones wait for a burst, or expire.
+	// ~0.25 ms lower so (bench/README.md); the older ones wait for a
+	// burst, or expire.
 	pick := -1
 	keep := p.ready[:0]
 	for _, w := range p.ready {

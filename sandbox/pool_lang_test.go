@@ -49,7 +49,7 @@ func TestPoolRunsAnotherLanguage(t *testing.T) {
 	if x := run("js", "return typeof 1"); x.Error != nil || string(x.Result) != `"number"` {
 		t.Errorf("JavaScript: %+v %+v", x, x.Error)
 	}
-	if _, _, err := p.RunInAs(context.Background(), "py", []byte("print(1)"), "-"); err == nil || !strings.Contains(err.Error(), "does not run py") {
+	if _, _, err := p.RunInAs(context.Background(), "py", []byte("print(1)"), "-"); err == nil || !strings.Contains(err.Error(), `does not run "py"`) {
 		t.Errorf("a Python program on a ts pool: %v", err)
 	}
 

@@ -43,7 +43,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -214,7 +213,7 @@ func bench(crucible string, n, runs, conc int) error {
 		}
 		defer func() { _ = sessions[i].Close() }()
 		if mixed[i], err = connect("2025-11-25"); err != nil {
-			return fmt.Errorf("http, session: %w", err)
+			return fmt.Errorf("http, session ts and js: %w", err)
 		}
 		defer func() { _ = mixed[i].Close() }()
 	}
@@ -239,9 +238,10 @@ func bench(crucible string, n, runs, conc int) error {
 			return callExecute(ctx, sess(caller), code, "ts")
 		}
 	}
-	var calls atomic.Int64 // of "http session, ts and js": which language is next
+	next := make([]int, conc) // of "http session, ts and js": each caller's count, which picks its language
 	alternate := func(ctx context.Context, caller int) (int64, error) {
-		return callExecute(ctx, mixed[caller], code, []string{"ts", "js"}[calls.Add(1)%2])
+		next[caller]++ // a caller's calls follow one another
+		return callExecute(ctx, mixed[caller], code, []string{"ts", "js"}[next[caller]%2])
 	}
 	refused := func(sess *mcp.ClientSession) func(context.Context, int) (int64, error) {
 		return func(ctx context.Context, _ int) (int64, error) {

@@ -150,8 +150,8 @@ func warmRun(o engine.Options, timeout time.Duration, result *os.File) (*lang.Ou
 	// a warm pool (and went from 0.5-1.7 ms to 0.3-0.5 ms when hot, in a
 	// process of its own). Fetches and tool calls still run beside the
 	// program: Go preempts a goroutine that keeps the P. A cold worker
-	// (Main without -warm) keeps both, to make its engine while esbuild
-	// loads.
+	// (Main without -warm) keeps GOMAXPROCS as it is, to make its engine
+	// while esbuild loads.
 	runtime.GOMAXPROCS(1)
 	rt, err := engine.New(o)
 	if err != nil {
