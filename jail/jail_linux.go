@@ -214,7 +214,7 @@ type execution struct {
 	cg       *cgroup        // nil when allowed to be missing
 	ctrl     int            // our end of the control socket
 	outputs  []*outPipe     // stdout, stderr and the result channel
-	report   *outPipe       // the result channel's, if any
+	reports  bool           // the command has a result channel
 	copies   sync.WaitGroup // until the outputs have everything
 	mon      monitor
 	timedOut atomic.Bool // the timeout killed init
@@ -315,7 +315,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		if err != nil {
 			return err
 		}
-		x.report = x.outputs[len(x.outputs)-1]
+		x.reports = true
 		childFiles = append(childFiles, w)
 	}
 	if s.Tools != nil {
@@ -614,7 +614,7 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 	}()
 	if ended != nil {
 		var released <-chan struct{}
-		if earlyExit != nil && x.report != nil {
+		if earlyExit != nil && x.reports {
 			released = x.mon.released
 		}
 	wait:

@@ -48,6 +48,18 @@ func ownServer(t *testing.T, edit func(*config.Config), o Options) *Server {
 	return s
 }
 
+// tightServer is an ownServer whose warm session jails are bounded by
+// max: one jail a pool, no rate limit, and a minute's wait for a place.
+func tightServer(t *testing.T, max int) *Server {
+	t.Helper()
+	return ownServer(t, func(c *config.Config) {
+		c.Serve.MaxConcurrent = max
+		c.Serve.Pool = 1
+		c.Serve.Rate = 0
+		c.Serve.BusyWait = config.Duration(time.Minute)
+	}, Options{})
+}
+
 // closeWithin closes s, failing the test if Close does not return within
 // a minute.
 func closeWithin(t *testing.T, s *Server) {
@@ -136,12 +148,7 @@ func TestAttackRetireLanguageFlipsThenClose(t *testing.T) {
 		t.Skip("builds many jails")
 	}
 	before := len(leftovers(filepath.Join(os.TempDir(), "no-such-root")))
-	s := ownServer(t, func(c *config.Config) {
-		c.Serve.MaxConcurrent = 2
-		c.Serve.Pool = 1
-		c.Serve.Rate = 0
-		c.Serve.BusyWait = config.Duration(time.Minute)
-	}, Options{})
+	s := tightServer(t, 2)
 	const sessions, rounds = 4, 5
 	var wg sync.WaitGroup
 	errs := make(chan string, sessions*rounds)
@@ -211,12 +218,7 @@ func TestAttackRetireCloseRacesKeepWarm(t *testing.T) {
 	for _, after := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second} {
 		t.Run(after.String(), func(t *testing.T) {
 			before := len(leftovers(filepath.Join(os.TempDir(), "no-such-root")))
-			s := ownServer(t, func(c *config.Config) {
-				c.Serve.MaxConcurrent = 3
-				c.Serve.Pool = 1
-				c.Serve.Rate = 0
-				c.Serve.BusyWait = config.Duration(time.Minute)
-			}, Options{})
+			s := tightServer(t, 3)
 			var wg sync.WaitGroup
 			for i := range 4 {
 				cs := connect(t, s)
@@ -354,12 +356,7 @@ return {seen, generic, shared: await fs.readTextFile("shared")};
 // its jail until then. So too when another call of the same session, in
 // another language, would replace that jail meanwhile.
 func TestAttackEvictionSparesRunningProgram(t *testing.T) {
-	s := ownServer(t, func(c *config.Config) {
-		c.Serve.MaxConcurrent = 2
-		c.Serve.Pool = 1
-		c.Serve.Rate = 0
-		c.Serve.BusyWait = config.Duration(time.Minute)
-	}, Options{})
+	s := tightServer(t, 2)
 	a := connect(t, s)
 	if _, out := execute(t, a, map[string]any{"code": "return 1"}); out == nil {
 		t.Fatal("the first call made no workspace")
