@@ -170,6 +170,7 @@ type Result struct {
 	LimitsHit  []string              // "timeout", "memory", "pids", "output"
 	Violations []violation.Violation // denied operations, in the order first seen
 	Degraded   []string              // layers that were allowed to be missing and were
+	ResultCut  bool                  // the command's report on Result went past MaxOutput: Result got it cut
 }
 
 // MinPids is the smallest Spec.Pids the jail can run under. The pids limit

@@ -214,7 +214,7 @@ type execution struct {
 	cg       *cgroup        // nil when allowed to be missing
 	ctrl     int            // our end of the control socket
 	outputs  []*outPipe     // stdout, stderr and the result channel
-	reports  bool           // the command has a result channel
+	report   *outPipe       // the result channel, if the command has one
 	copies   sync.WaitGroup // until the outputs have everything
 	mon      monitor
 	timedOut atomic.Bool // the timeout killed init
@@ -315,7 +315,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		if err != nil {
 			return err
 		}
-		x.reports = true
+		x.report = x.outputs[len(x.outputs)-1] // the pipe drain made
 		childFiles = append(childFiles, w)
 	}
 	if s.Tools != nil {
@@ -614,7 +614,7 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 	}()
 	if ended != nil {
 		var released <-chan struct{}
-		if earlyExit != nil && x.reports {
+		if earlyExit != nil && x.report != nil {
 			released = x.mon.released
 		}
 	wait:
@@ -735,6 +735,7 @@ func (x *execution) resultOf(st *exitStatus, timedOut bool) (*Result, error) {
 			res.LimitsHit = append(res.LimitsHit, "pids")
 		}
 	}
+	res.ResultCut = x.report != nil && x.report.w.cut
 	for _, o := range x.outputs {
 		if o.w.cut {
 			res.Truncated = true
