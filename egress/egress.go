@@ -66,6 +66,9 @@ var (
 	// Local4 and Local6 are the jail's own addresses on the tun device.
 	Local4 = netip.MustParseAddr("10.255.255.2")
 	Local6 = netip.MustParseAddr("fd63:7275:6369:1::2")
+	// OfflineResolver is the nameserver of a jail without a network, on
+	// its lo: where [Offline] answers.
+	OfflineResolver = netip.MustParseAddr("127.0.0.1")
 )
 
 // Event kinds. Every refusal is one of these; an allowed DNS answer or

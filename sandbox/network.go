@@ -66,8 +66,9 @@ func NetworkPolicy(n *config.Network) (*netpolicy.Policy, error) {
 // the audit trail, each refusal into the result's violations. Report is
 // called on the network stack's packet path: it only counts and queues.
 type netLog struct {
-	audit  *audit.Writer
-	redact func(string) string // nil: nothing to redact
+	audit   *audit.Writer
+	redact  func(string) string // nil: nothing to redact
+	offline bool                // the jail has no network: only its lookups are logged
 
 	mu      sync.Mutex
 	exec    string // the execution's id, once it has begun
@@ -146,7 +147,7 @@ func (l *netLog) result() []violation.Violation {
 // rules, and judges the requests to the latter.
 func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *execSecrets) (*netLog, error) {
 	if !n.Enabled() {
-		return nil, nil
+		return attachOffline(spec, w), nil
 	}
 	policy, err := NetworkPolicy(n)
 	if err != nil {
@@ -181,4 +182,25 @@ func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *exe
 	spec.Network = func(netns *os.File) (io.Closer, error) { return egress.Start(netns, opts) }
 	spec.Nameserver = egress.Resolver
 	return log, nil
+}
+
+// offline is why a jail without network rules reaches no host: what the
+// model reads in the violation, so that it stops trying and says what the
+// operator can do.
+const offline = "the network is off for this execution: no host is allowed (the operator allows hosts with network.allow in crucible.yaml, or crucible run --allow-net HOST)"
+
+// attachOffline gives a jail without a network a resolver that refuses
+// every name and records each, so that a program's lookup is a violation
+// with the reason, not an unexplained "connection refused". Only root can
+// set up anything in a jail's network namespace; rootless, the jail's
+// resolver answers nothing, as before.
+func attachOffline(spec *jail.Spec, w *audit.Writer) *netLog {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	log := newNetLog(w)
+	log.offline = true
+	spec.Network = func(netns *os.File) (io.Closer, error) { return egress.Offline(netns, offline, log.report) }
+	spec.Nameserver = egress.OfflineResolver
+	return log
 }

@@ -181,8 +181,15 @@ func (x *execution) attach(cfg *config.Config) error {
 	}
 	var err error
 	x.net, err = attachNetwork(x.spec, n, x.audit, x.secrets)
-	if x.net != nil && x.secrets != nil {
+	if x.net == nil {
+		return err
+	}
+	if x.secrets != nil {
 		x.net.redact = x.secrets.redact
+	}
+	if x.ev.Exec != "" {
+		// A one-shot execution has begun already: its decisions are its own.
+		x.net.begin(x.ev.Exec)
 	}
 	return err
 }
@@ -266,7 +273,7 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	_ = x.audit.Log(x.ev)
 
 	out := newResult(res)
-	if x.net != nil {
+	if x.net != nil && !x.net.offline {
 		out.Network = x.net.usage()
 	}
 	if x.tools != nil {
