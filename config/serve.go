@@ -39,6 +39,11 @@ type Serve struct {
 	WorkspaceTTL Duration `yaml:"workspace_ttl"`
 	// MaxBody bounds one HTTP request body. Default 4MiB; 1KiB to 256MiB.
 	MaxBody ByteSize `yaml:"max_body"`
+	// MaxResultOutput bounds each of an execute result's stdout, stderr,
+	// result and error as they go back to the model, whatever the jail's
+	// own output limit let through: past it, the head and the tail are
+	// kept and truncated says so. Default 32KiB; 1KiB to 16MiB.
+	MaxResultOutput ByteSize `yaml:"max_result_output"`
 	// Pool is how many warm jails wait for work, per language. Default 2;
 	// 0 to 64 (0: every execution builds its jail).
 	Pool int `yaml:"pool"`
@@ -59,6 +64,8 @@ const (
 	maxWorkspaceTTL  = 7 * 24 * time.Hour
 	minMaxBody       = 1 * KiB
 	maxMaxBody       = 256 * MiB
+	minResultOutput  = 1 * KiB
+	maxResultOutput  = 16 * MiB
 	maxPool          = 64
 	maxRate          = 1e6
 	maxBurst         = 1000000
@@ -67,13 +74,14 @@ const (
 
 func defaultServe() Serve {
 	return Serve{
-		MaxConcurrent: 4,
-		BusyWait:      Duration(2 * time.Second),
-		Rate:          10,
-		Burst:         20,
-		WorkspaceTTL:  Duration(30 * time.Minute),
-		MaxBody:       4 * MiB,
-		Pool:          defaultServePool,
+		MaxConcurrent:   4,
+		BusyWait:        Duration(2 * time.Second),
+		Rate:            10,
+		Burst:           20,
+		WorkspaceTTL:    Duration(30 * time.Minute),
+		MaxBody:         4 * MiB,
+		MaxResultOutput: 32 * KiB,
+		Pool:            defaultServePool,
 	}
 }
 
@@ -110,6 +118,9 @@ func (s *Serve) validate() error {
 	}
 	if s.MaxBody < minMaxBody || s.MaxBody > maxMaxBody {
 		return fieldErrorf("serve.max_body", "must be between %v and %v, not %v", minMaxBody, maxMaxBody, s.MaxBody)
+	}
+	if s.MaxResultOutput < minResultOutput || s.MaxResultOutput > maxResultOutput {
+		return fieldErrorf("serve.max_result_output", "must be between %v and %v, not %v", minResultOutput, maxResultOutput, s.MaxResultOutput)
 	}
 	if s.Pool < 0 || s.Pool > maxPool {
 		return fieldErrorf("serve.pool", "must be from 0 to %d, not %d", maxPool, s.Pool)

@@ -84,7 +84,7 @@ func executeTool() *mcp.Tool {
 				"duration_ms": {Type: "integer"},
 				"workspace":   str("The handle of this execution's /workspace, to pass back as execute's workspace."),
 				"limits_hit":  {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Limits reached: timeout, memory, pids, output."},
-				"truncated":   {Type: "boolean", Description: "Whether output was cut at the output limit."},
+				"truncated":   {Type: "boolean", Description: "Whether output was cut: by the jail's output limit (limits_hit has output), or here, its middle, to keep the answer short."},
 				"network":     {Type: "object", Description: "What the program's connections carried: connections, bytes_out, bytes_in."},
 			},
 		},
@@ -165,7 +165,50 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	if res.Error != nil {
 		out.Error = &programError{Name: res.Error.Name, Message: res.Error.Message, Stack: res.Error.Stack}
 	}
+	out.bound(int(s.cfg.Serve.MaxResultOutput))
 	return out, nil
+}
+
+// bound cuts each of what the program wrote or returned to max bytes, head
+// and tail kept, so that one result cannot flood the model's context: the
+// jail's own output limit is for the host's memory, and much larger.
+func (o *executeOut) bound(max int) {
+	cut := func(s *string) {
+		var c bool
+		*s, c = cutMiddle(*s, max)
+		o.Truncated = o.Truncated || c
+	}
+	cut(&o.Stdout)
+	cut(&o.Stderr)
+	if o.Error != nil {
+		cut(&o.Error.Name)
+		cut(&o.Error.Message)
+		cut(&o.Error.Stack)
+	}
+	if len(o.Result) > max {
+		// JSON cut anywhere is no longer JSON: what is kept of it becomes
+		// a string (of a string, its text).
+		r := string(o.Result)
+		var str string
+		if json.Unmarshal(o.Result, &str) == nil {
+			r = str
+		}
+		r, _ = cutMiddle(r, max)
+		o.Result, _ = json.Marshal(r)
+		o.Truncated = true
+	}
+}
+
+// cutMiddle keeps the head and the tail of s, max bytes of it in all, with
+// a line between them that says how much was cut, and why.
+func cutMiddle(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	head := strings.ToValidUTF8(s[:max/2], "")
+	tail := strings.ToValidUTF8(s[len(s)-max/2:], "")
+	return fmt.Sprintf("%s\n... %d bytes cut here (serve.max_result_output; write large output to a file in /workspace) ...\n%s",
+		head, len(s)-len(head)-len(tail), tail), true
 }
 
 // executionContext is the context an execution runs in: a session's
