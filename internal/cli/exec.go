@@ -39,7 +39,7 @@ type execFlags struct {
 
 func (f *execFlags) register(fs *flag.FlagSet) {
 	d := config.Default().Sandbox
-	fs.StringVar(&f.config, "config", "", "read settings from this crucible.yaml")
+	fs.StringVar(&f.config, "config", "", configFlagHelp)
 	fs.StringVar(&f.timeout, "timeout", d.Timeout.String(), "wall-clock time limit")
 	fs.StringVar(&f.memory, "memory", d.Memory.String(), "memory limit (memory+swap)")
 	fs.IntVar(&f.pids, "pids", d.Pids, "most processes and threads at once")
@@ -57,18 +57,18 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.degraded, "allow-degraded", "`LAYER,...` that may be missing: "+strings.Join(config.DegradableLayers, ", "))
 }
 
-// load builds the configuration: defaults, then the file, then each flag that
-// was given.
+// load builds the configuration: the file loadConfig finds (or the
+// defaults), then each flag that was given.
 func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
-	cfg := config.Default()
-	if f.config != "" {
-		var err error
-		if cfg, err = config.Load(f.config); err != nil {
-			return nil, err
-		}
+	// Unlike serve and tools, run and exec do not say which file they read:
+	// their stderr is the command's own, which scripts capture and compare,
+	// and a line on every execution would be in it. A file that fails to
+	// load names itself in the error.
+	cfg, _, err := loadConfig(f.config)
+	if err != nil {
+		return nil, err
 	}
 	s := &cfg.Sandbox
-	var err error
 	fs.Visit(func(fl *flag.Flag) {
 		if err != nil {
 			return

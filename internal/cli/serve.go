@@ -37,7 +37,7 @@ Flags:
 
 func runServe(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfgFile := fs.String("config", "", "read settings from this crucible.yaml")
+	cfgFile := fs.String("config", "", configFlagHelp)
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on this `ADDR` (host:port) instead of stdio")
 	metricsAddr := fs.String("metrics", "", "with stdio, serve /healthz, /readyz and /metrics on this `ADDR`")
 	fs.Usage = func() {
@@ -55,13 +55,17 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "crucible serve: "+format+"\n", a...)
 		return ExitUsage
 	}
-	cfg := config.Default()
-	if *cfgFile != "" {
-		var err error
-		if cfg, err = config.Load(*cfgFile); err != nil {
-			return fail("%v", err)
-		}
+	cfg, src, err := loadConfig(*cfgFile)
+	if err != nil {
+		return fail("%v", err)
 	}
+	// Always said: serve's stderr is a log nobody reads until the tools are
+	// not there, and then this line says why.
+	servers := "no MCP servers"
+	if n := len(cfg.Servers); n > 0 {
+		servers = plural(n, "MCP server")
+	}
+	fmt.Fprintf(env.Stderr, "crucible serve: %s; serving %s\n", src, servers)
 	if err := sandbox.CheckConfig(cfg); err != nil {
 		return fail("%v", err)
 	}

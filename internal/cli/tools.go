@@ -32,7 +32,7 @@ Flags:
 
 func runTools(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
-	file := fs.String("config", "", "read the servers from `FILE` (crucible.yaml)")
+	file := fs.String("config", "", configFlagHelp)
 	asJSON := fs.Bool("json", false, "print the tools as one JSON array")
 	asTS := fs.Bool("ts", false, "print the TypeScript declarations of the tools")
 	asAPIs := fs.Bool("apis", false, "list the HTTP APIs of the config's apis section")
@@ -47,14 +47,13 @@ func runTools(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "crucible tools: takes no arguments, and at most one of --json and --ts (--apis: no --ts)")
 		return ExitUsage
 	}
-	cfg := config.Default()
-	if *file != "" {
-		var err error
-		if cfg, err = config.Load(*file); err != nil {
-			fmt.Fprintf(env.Stderr, "crucible tools: %v\n", err)
-			return ExitUsage
-		}
+	cfg, src, err := loadConfig(*file)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "crucible tools: %v\n", err)
+		return ExitUsage
 	}
+	// What it lists is the config's, so it says which one.
+	fmt.Fprintf(env.Stderr, "crucible tools: %s\n", src)
 	if err := sandbox.CheckConfig(cfg); err != nil {
 		fmt.Fprintf(env.Stderr, "crucible tools: %v\n", err)
 		return ExitUsage
