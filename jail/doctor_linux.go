@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,9 +73,9 @@ func Diagnose(ctx context.Context) []Check {
 
 	cg := Check{Feature: "cgroups", Required: true, Degradable: LayerCgroup}
 	if p, err := cgroupParents(); err != nil {
-		cg.Status, cg.Detail, cg.Fix = StatusMissing, err.Error(), cgroupFix()
+		cg.Status, cg.Detail, cg.Fix = StatusMissing, err.Error(), probeCgroupHost().fix()
 	} else if c, err := newCgroup(cgroupLimits{Memory: 64 << 20, Pids: 16, CPUs: 1}); err != nil {
-		cg.Status, cg.Detail, cg.Fix = StatusMissing, err.Error(), cgroupFix()
+		cg.Status, cg.Detail, cg.Fix = StatusMissing, err.Error(), probeCgroupHost().fix()
 	} else {
 		c.destroy()
 		cg.Status, cg.Detail = StatusOK, "cgroup v1: memory, pids, cpu"
@@ -148,4 +150,106 @@ func usernsSysctls() string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cgroupHost is what the remedy for missing cgroups depends on: who runs
+// crucible, and where the memory, pids and cpu controllers are.
+type cgroupHost struct {
+	uid       int      // effective; 0 is root
+	v2        []string // the controllers this process's cgroup v2 offers
+	v2Unified bool     // /sys/fs/cgroup itself is cgroup v2: there is no v1
+	v1        []string // ours mounted as cgroup v1 under /sys/fs/cgroup
+}
+
+// cgroupKind is where the controllers are, in the order findCgroupParents
+// looks for them.
+type cgroupKind int
+
+const (
+	cgroupNone   cgroupKind = iota // neither v2 nor v1 has them all
+	cgroupV2                       // this process's cgroup v2 offers them all
+	cgroupV1                       // each is mounted as cgroup v1
+	cgroupV2Bare                   // v2 only, and this process's cgroup lacks some
+)
+
+func (h cgroupHost) kind() cgroupKind {
+	switch {
+	case hasAll(h.v2, cgroupControllers):
+		return cgroupV2
+	case hasAll(h.v1, cgroupControllers):
+		// Also a hybrid host's: its v2 hierarchy has no controllers, which
+		// are all v1's, so systemd's v2 delegation cannot help there.
+		return cgroupV1
+	case h.v2Unified:
+		return cgroupV2Bare
+	}
+	return cgroupNone
+}
+
+// cgroupFixes are the remedies for missing cgroups, by where the
+// controllers are: as root, and as another user, whose uid stands for
+// {uid}. None offers --allow-degraded: doctor adds that, once.
+var cgroupFixes = map[cgroupKind]struct{ root, user string }{
+	cgroupNone: {
+		root: "mount the memory, pids and cpu controllers (cgroup v2 at /sys/fs/cgroup, or each as cgroup v1 under it)",
+		user: "have root mount the memory, pids and cpu controllers (cgroup v2 at /sys/fs/cgroup, or each as cgroup v1 under it), then run crucible doctor again",
+	},
+	cgroupV2: {
+		root: "make this process's cgroup v2 writable (in a container: give it a cgroup namespace of its own, mounted read-write)",
+		user: "run crucible as root, or start it in a cgroup delegated to you: systemd-run --user --scope -p Delegate=yes crucible ...",
+	},
+	cgroupV2Bare: {
+		root: "enable memory, pids and cpu for crucible's cgroup: add them to the cgroup.subtree_control of each cgroup above it, from /sys/fs/cgroup down",
+		user: "run crucible as root, or have systemd delegate memory, pids and cpu to you (as root: systemctl edit user@.service, add [Service] Delegate=memory pids cpu, then log in again) and start crucible in a delegated scope: systemd-run --user --scope -p Delegate=yes crucible ...",
+	},
+	cgroupV1: {
+		root: "make the cgroup v1 hierarchies of memory, pids and cpu under /sys/fs/cgroup writable (in a container: mount them read-write)",
+		user: "run crucible as root, or, as root, give uid {uid} a cgroup of its own in each v1 controller: " +
+			"for c in memory pids cpu; do mkdir -p /sys/fs/cgroup/$c/crucible-{uid} && chown -R {uid} /sys/fs/cgroup/$c/crucible-{uid}; done; " +
+			"then, as uid {uid}, start crucible from a shell moved into them: for c in memory pids cpu; do echo $$ > /sys/fs/cgroup/$c/crucible-{uid}/cgroup.procs; done",
+	},
+}
+
+// fix is the remedy for missing cgroups on h.
+func (h cgroupHost) fix() string {
+	f := cgroupFixes[h.kind()]
+	if h.uid == 0 {
+		return f.root
+	}
+	return strings.ReplaceAll(f.user, "{uid}", strconv.Itoa(h.uid))
+}
+
+// probeCgroupHost describes this host's cgroups as findCgroupParents sees
+// them, whether or not this process may write to them.
+func probeCgroupHost() cgroupHost {
+	_, unified := cgroupMount(cgroupRoot)
+	h := cgroupHost{uid: os.Geteuid(), v2Unified: unified}
+	own, err := ownCgroups()
+	if err != nil {
+		return h
+	}
+	if p, ok := own[""]; ok {
+		for _, mnt := range []string{cgroupRoot, cgroupRoot + "/unified"} {
+			if _, v2 := cgroupMount(mnt); v2 {
+				b, _ := os.ReadFile(filepath.Join(mnt, p, "cgroup.controllers"))
+				h.v2 = strings.Fields(string(b))
+				break
+			}
+		}
+	}
+	for _, c := range cgroupControllers {
+		if v1, _ := cgroupMount(filepath.Join(cgroupRoot, c)); v1 && own[c] != "" {
+			h.v1 = append(h.v1, c)
+		}
+	}
+	return h
+}
+
+// cgroupMount says whether path is a cgroup v1 or a cgroup v2 mount.
+func cgroupMount(path string) (v1, v2 bool) {
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) != nil {
+		return false, false
+	}
+	return st.Type == unix.CGROUP_SUPER_MAGIC, st.Type == unix.CGROUP2_SUPER_MAGIC
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/cruciblehq/crucible/config"
@@ -13,7 +15,7 @@ import (
 func runDoctor(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: crucible doctor\n\nChecks each kernel feature the jail needs, then builds one jail.\nExits 1 when a required feature is missing.")
+		fmt.Fprintln(fs.Output(), "Usage: crucible doctor\n\nChecks each kernel feature the jail needs, then builds one jail, and says\nwhether crucible can execute anything here. Exits 1 when a required\nfeature is missing.")
 	}
 	if code, ok := parseFlags(fs, args, env); !ok {
 		return code
@@ -21,27 +23,71 @@ func runDoctor(ctx context.Context, args []string, env Env) int {
 	checks := sandbox.Diagnose(ctx, config.Default())
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FEATURE\tSTATUS\tDETAIL")
-	code := ExitOK
+	var blocking, optional []sandbox.Check
 	for _, c := range checks {
 		status := c.Status
-		if c.Status != sandbox.StatusOK && !c.Required {
+		switch {
+		case c.Status == sandbox.StatusOK:
+		case c.Required:
+			blocking = append(blocking, c)
+		default:
 			status = "optional"
+			optional = append(optional, c)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Feature, status, c.Detail)
-		if c.Status != sandbox.StatusOK && c.Required {
-			code = ExitFail
-		}
 	}
 	tw.Flush()
-	for _, c := range checks {
-		if c.Status == sandbox.StatusOK || c.Fix == "" {
-			continue
-		}
-		fmt.Fprintf(env.Stdout, "\n%s: %s", c.Feature, c.Fix)
-		if c.Degradable != "" {
-			fmt.Fprintf(env.Stdout, "\n  (or run with --allow-degraded %s, at the cost of that layer)", c.Degradable)
-		}
-		fmt.Fprintln(env.Stdout)
+	for _, c := range optional {
+		printFix(c, env)
 	}
-	return code
+	// The verdict last but for the fixes it needs, each given once, so
+	// that nobody learns it only from serve's first execute.
+	fmt.Fprintf(env.Stdout, "\n%s\n", verdict(blocking, optional))
+	for _, c := range blocking {
+		printFix(c, env)
+	}
+	if len(blocking) > 0 {
+		return ExitFail
+	}
+	return ExitOK
+}
+
+// verdict says in one line what crucible can do here, as this user.
+func verdict(blocking, optional []sandbox.Check) string {
+	who := "as root"
+	if uid := os.Geteuid(); uid != 0 {
+		who = fmt.Sprintf("as uid %d", uid)
+	}
+	if len(blocking) > 0 {
+		return "crucible serve, run and exec cannot execute anything " + who + ": " + features(blocking) + " missing. Fixes:"
+	}
+	s := "crucible serve, run and exec can execute " + who
+	if len(optional) > 0 {
+		s += ", without " + features(optional)
+	}
+	return s + "."
+}
+
+func features(cs []sandbox.Check) string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Feature)
+	}
+	return strings.Join(names, ", ")
+}
+
+// printFix prints how to fix c, and, for a layer that may be missing, how
+// to let it be, unless the fix says so already.
+func printFix(c sandbox.Check, env Env) {
+	fix := c.Fix
+	if fix == "" {
+		if !c.Required {
+			return
+		}
+		fix = "no fix is known: see the detail above"
+	}
+	fmt.Fprintf(env.Stdout, "\n%s: %s\n", c.Feature, fix)
+	if c.Degradable != "" && !strings.Contains(c.Fix, "--allow-degraded "+c.Degradable) {
+		fmt.Fprintf(env.Stdout, "  (or let it be missing, at the cost of that layer: --allow-degraded %s, or sandbox.allow_degraded in crucible.yaml)\n", c.Degradable)
+	}
 }
