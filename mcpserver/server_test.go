@@ -55,7 +55,7 @@ func testConfig(t *testing.T, edit func(*config.Config)) (*config.Config, *sandb
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	tools, err := sandbox.NewTools(cfg, nil)
+	tools, err := sandbox.NewTools(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

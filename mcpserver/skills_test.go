@@ -143,7 +143,7 @@ func TestSkills(t *testing.T) {
 func TestSkillsReadOnly(t *testing.T) {
 	cfg := config.Default()
 	cfg.Serve.Skills = t.TempDir()
-	tools, _ := sandbox.NewTools(cfg, nil)
+	tools, _ := sandbox.NewTools(cfg, nil, nil)
 	s, err := New(Options{Config: cfg, Tools: tools, ProgressEvery: time.Second})
 	if err != nil {
 		t.Fatal(err)

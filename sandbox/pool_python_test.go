@@ -97,7 +97,7 @@ func TestPoolPythonTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := NewTools(cfg, nil)
+	tools, err := NewTools(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -293,7 +293,7 @@ func TestPoolTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := NewTools(cfg, nil)
+	tools, err := NewTools(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func jailedToolsAudited(t *testing.T, yaml string, w *audit.Writer) *Tools {
 	if err := CheckConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	tools, err := NewTools(cfg, w)
+	tools, err := NewTools(cfg, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

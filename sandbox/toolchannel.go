@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -45,9 +46,9 @@ type Tools struct {
 
 // NewTools returns the tool bridge of cfg's servers and the catalog of its
 // APIs (whose docs it reads now), or nil when cfg has neither. It starts
-// nothing. The network decisions of its jailed servers go to w (nil:
-// nowhere).
-func NewTools(cfg *config.Config, w *audit.Writer) (*Tools, error) {
+// nothing. The network decisions of its jailed servers go to w, their
+// starts and failures, in full, to log (nil: nowhere).
+func NewTools(cfg *config.Config, w *audit.Writer, log *slog.Logger) (*Tools, error) {
 	if len(cfg.Servers) == 0 && len(cfg.APIs) == 0 {
 		return nil, nil
 	}
@@ -59,6 +60,7 @@ func NewTools(cfg *config.Config, w *audit.Writer) (*Tools, error) {
 		return nil, err
 	}
 	o := toolOptions(cfg, w)
+	o.Logger = log
 	b, err := toolbridge.New(o)
 	if err != nil {
 		return nil, err

@@ -77,7 +77,7 @@ func TestToolChannelAPIs(t *testing.T) {
 	cfg := config.Default()
 	cfg.Secrets = map[string]config.Secret{"TRACKER_TOKEN": {From: "env:X"}}
 	cfg.APIs = map[string]config.API{"tracker": {Description: "Issues.", Hosts: []string{"tracker.example.com"}, Secrets: []string{"TRACKER_TOKEN"}, Docs: docs}}
-	tools, err := NewTools(cfg, nil)
+	tools, err := NewTools(cfg, nil, nil)
 	if err != nil || tools == nil {
 		t.Fatalf("NewTools: %v, %v", tools, err)
 	}

@@ -205,7 +205,7 @@ func (s *server) start(done chan struct{}) {
 		var err error
 		if proc, err = startProcess(s.life, s.cfg.Start, stderr); err != nil {
 			s.mu.Lock()
-			s.fail(errors.New(s.redact.Replace(err.Error())))
+			s.fail(err)
 			close(done)
 			s.starting = nil
 			s.mu.Unlock()
@@ -256,7 +256,7 @@ func (s *server) start(done chan struct{}) {
 		if line := stderr.last(); line != "" {
 			msg += "; its last words: " + line
 		}
-		s.fail(errors.New(s.redact.Replace(msg)))
+		s.fail(errors.New(msg))
 		return
 	}
 	s.log.Info("tool server started")
@@ -272,12 +272,18 @@ func (s *server) start(done chan struct{}) {
 	}()
 }
 
-// fail records a failure; s.mu is held.
+// fail records a failure; s.mu is held. The code gets err redacted (see
+// redactor); the operator's log gets all of it, with what was run, so that
+// whoever can fix the server learns why it failed.
 func (s *server) fail(err error) {
 	s.failures++
-	s.lastErr = err
+	s.lastErr = errors.New(s.redact.Replace(err.Error()))
 	s.retryAt = time.Now().Add(backoff(s.failures, s.backoff))
-	s.log.Warn("tool server failed", "failures", s.failures, "err", err)
+	what := []any{"command", s.cfg.Command}
+	if s.cfg.Command == "" {
+		what = []any{"url", origin(s.cfg.URL)} // its query may hold a key
+	}
+	s.log.Warn("tool server failed", append(what, "failures", s.failures, "err", err.Error())...)
 }
 
 // drop forgets sess if it is still the current session, and closes it.
@@ -285,7 +291,7 @@ func (s *server) drop(sess *mcp.ClientSession, why error) {
 	s.mu.Lock()
 	if s.sess == sess {
 		s.sess, s.listed = nil, nil
-		s.fail(errors.New(s.redact.Replace(why.Error())))
+		s.fail(why)
 	}
 	s.mu.Unlock()
 	go func() { _ = sess.Close() }()

@@ -211,7 +211,7 @@ func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func
 	st.Secrets = sec
 	// The configured tool servers, for this one execution: each starts on
 	// the code's first call of it, and stops when the execution is done.
-	tools, err := sandbox.NewTools(cfg, st.Audit)
+	tools, err := sandbox.NewTools(cfg, st.Audit, nil)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "crucible: %v\n", err)
 		return ExitUsage

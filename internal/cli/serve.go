@@ -97,7 +97,7 @@ func runServe(ctx context.Context, args []string, env Env) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	tools, err := sandbox.NewTools(cfg, aw)
+	tools, err := sandbox.NewTools(cfg, aw, log)
 	if err != nil {
 		return fail("%v", err)
 	}
