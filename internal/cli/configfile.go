@@ -14,31 +14,42 @@ import (
 )
 
 // configFlagHelp is the help of every command's --config flag.
-const configFlagHelp = "read settings from this `FILE` (default: $CRUCIBLE_CONFIG, else ./crucible.yaml, else crucible/crucible.yaml in $XDG_CONFIG_HOME or ~/.config)"
+const configFlagHelp = "read settings from this `FILE` (default: $CRUCIBLE_CONFIG, else crucible/crucible.yaml in $XDG_CONFIG_HOME or ~/.config)"
 
 // configFile says where a command's config came from, for the operator's
 // stderr (never the model's: it names a host path).
 type configFile struct {
-	path   string   // the file read; "" when there was none
-	how    string   // how it was found
-	looked []string // with no file: the places searched
+	path    string   // the file read; "" when there was none
+	how     string   // how it was found
+	looked  []string // with no file: the places searched
+	ignored string   // a ./crucible.yaml that was not read, if any
 }
 
 func (c configFile) String() string {
+	s := "config " + c.path + " (" + c.how + ")"
 	if c.path == "" {
-		return "no config file (no --config or $CRUCIBLE_CONFIG, and none at " + strings.Join(c.looked, " or ") + "): the defaults apply"
+		s = "no config file (no --config or $CRUCIBLE_CONFIG, and none at " + strings.Join(c.looked, " or ") + "): the defaults apply"
 	}
-	return "config " + c.path + " (" + c.how + ")"
+	if c.ignored != "" {
+		s += "; " + c.ignored + " is not read unless named (--config or $CRUCIBLE_CONFIG): a file in the working directory may have come with a repository"
+	}
+	return s
 }
 
 // loadConfig finds the config file where users expect it and loads it:
 // the --config flag's (flagPath), else $CRUCIBLE_CONFIG's, else
-// ./crucible.yaml, else crucible/crucible.yaml in the user's config
-// directory ($XDG_CONFIG_HOME, else ~/.config). A file named by the flag or
-// the variable must exist; the other places are skipped when they hold
-// none, and with none anywhere the defaults apply. A file found and not
-// loaded (unreadable, invalid) is an error, never a fallback to the next
-// place: the operator meant it.
+// crucible/crucible.yaml in the user's config directory ($XDG_CONFIG_HOME,
+// else ~/.config). A file named by the flag or the variable must exist; the
+// user's is skipped when there is none, and then the defaults apply. A file
+// found and not loaded (unreadable, invalid) is an error, never a fallback:
+// the operator meant it.
+//
+// ./crucible.yaml is never read unless named: the config decides what runs
+// on the host unjailed (its servers' commands), which secrets go to which
+// hosts and what the network allows, and a file in the working directory
+// may have come with a repository that was cloned there (Claude Code starts
+// its MCP servers in the project's directory). Such a file is only
+// mentioned, so that its owner learns how to use it.
 func loadConfig(flagPath string) (*config.Config, configFile, error) {
 	if flagPath != "" {
 		cfg, err := readConfig(flagPath, false)
@@ -51,31 +62,30 @@ func loadConfig(flagPath string) (*config.Config, configFile, error) {
 		}
 		return cfg, configFile{path: p, how: "named by $CRUCIBLE_CONFIG"}, err
 	}
-	var found []configFile
+	var ignored string
 	if p, err := filepath.Abs("crucible.yaml"); err == nil {
-		found = append(found, configFile{path: p, how: "found in the current directory"})
-	}
-	if d, err := os.UserConfigDir(); err == nil {
-		found = append(found, configFile{path: filepath.Join(d, "crucible", "crucible.yaml"), how: "found in the user's config directory"})
-	}
-	var looked []string
-	for _, f := range found {
-		cfg, err := readConfig(f.path, true)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			looked = append(looked, f.path)
-			continue
+		if _, err := os.Stat(p); err == nil {
+			ignored = p
 		}
-		return cfg, f, err
 	}
-	return config.Default(), configFile{looked: looked}, nil
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return config.Default(), configFile{ignored: ignored}, nil // no $HOME: no user config either
+	}
+	f := configFile{path: filepath.Join(d, "crucible", "crucible.yaml"), how: "found in the user's config directory", ignored: ignored}
+	cfg, err := readConfig(f.path, true)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return config.Default(), configFile{looked: []string{f.path}, ignored: ignored}, nil
+	}
+	return cfg, f, err
 }
 
 // readConfig loads the config at path. One that crucible found by itself
 // (found) must be owned by this user or root and not writable by everyone:
 // the config sets the sandbox's whole policy (its network, its mounts, the
-// host commands of its servers), and in a shared directory such as /tmp
-// anyone could otherwise leave one for the next crucible started there. A
-// file named with --config or $CRUCIBLE_CONFIG is the operator's choice.
+// host commands of its servers), and a config directory shared by mistake
+// would let anyone set it. A file named with --config or $CRUCIBLE_CONFIG
+// is the operator's choice.
 func readConfig(path string, found bool) (*config.Config, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -8,10 +8,11 @@ import (
 )
 
 // Where a command finds its config: --config, then $CRUCIBLE_CONFIG, then
-// ./crucible.yaml, then crucible/crucible.yaml in the user's config
-// directory. In each case the place that should win holds a valid config and
-// every other place one that fails to load, so a command that exits 0 read
-// the right one; stderr must say which.
+// crucible/crucible.yaml in the user's config directory; ./crucible.yaml
+// only when named, and mentioned when it is not. In each case the place
+// that should win holds a valid config and every other place one that
+// fails to load, so a command that exits 0 read the right one; stderr must
+// say which.
 func TestConfigSearch(t *testing.T) {
 	const (
 		good = "sandbox:\n  pids: 64\n"
@@ -27,12 +28,13 @@ func TestConfigSearch(t *testing.T) {
 	}{
 		{"flag wins", places{good, bad, bad, bad}, ExitOK, "config {flag} (named by --config)", ""},
 		{"env next", places{"", good, bad, bad}, ExitOK, "config {env} (named by $CRUCIBLE_CONFIG)", ""},
-		{"cwd next", places{"", "", good, bad}, ExitOK, "config {cwd} (found in the current directory)", ""},
+		{"user config dir next, ./crucible.yaml not read", places{"", "", bad, good}, ExitOK, "config {user} (found in the user's config directory)", "{cwd} is not read unless named"},
 		{"user config dir last", places{"", "", "", good}, ExitOK, "config {user} (found in the user's config directory)", ""},
 		{"none", places{}, ExitOK, "no config file", "the defaults apply"},
+		{"./crucible.yaml alone is not read", places{"", "", bad, ""}, ExitOK, "no config file", "{cwd} is not read unless named"},
 		{"a named file is there", places{"absent", good, good, good}, ExitUsage, "{flag}", "no such file"},
 		{"an env file is there", places{"", "absent", good, good}, ExitUsage, "$CRUCIBLE_CONFIG", "no such file"},
-		{"a found file is read", places{"", "", bad, good}, ExitUsage, "{cwd}:2: sandbox.pids", ""},
+		{"a found file is read", places{"", "", good, bad}, ExitUsage, "{user}:2: sandbox.pids", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -78,7 +80,7 @@ func TestConfigSearch(t *testing.T) {
 				return s
 			}
 			code, _, errs := run(t, "", args...)
-			if code != tc.code || !strings.Contains(errs, expand(tc.want)) || !strings.Contains(errs, tc.wantBody) {
+			if code != tc.code || !strings.Contains(errs, expand(tc.want)) || !strings.Contains(errs, expand(tc.wantBody)) {
 				t.Errorf("crucible %q: exit %d, stderr:\n%s\nwant exit %d and %q", args, code, errs, tc.code, expand(tc.want))
 			}
 		})
@@ -94,61 +96,92 @@ func TestConfigServe(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
 	t.Setenv("CRUCIBLE_CONFIG", "")
 	code, _, errs := run(t, "", "serve")
-	cwd := filepath.Join(dir, "crucible.yaml")
 	user := filepath.Join(dir, "xdg", "crucible", "crucible.yaml")
-	if code != ExitOK || !strings.Contains(errs, "no config file") || !strings.Contains(errs, "no MCP servers") ||
-		!strings.Contains(errs, cwd) || !strings.Contains(errs, user) {
+	if code != ExitOK || !strings.Contains(errs, "no config file") || !strings.Contains(errs, "no MCP servers") || !strings.Contains(errs, user) {
 		t.Errorf("serve without a config: exit %d, stderr:\n%s", code, errs)
 	}
 
-	if err := os.WriteFile(cwd, []byte("servers:\n  a:\n    command: /bin/false\n"), 0o600); err != nil {
+	if err := os.MkdirAll(filepath.Dir(user), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(user, []byte("servers:\n  a:\n    command: /bin/false\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs = run(t, "", "serve")
-	if code != ExitOK || !strings.Contains(errs, "config "+cwd+" (found in the current directory)") || !strings.Contains(errs, "1 MCP server") {
-		t.Errorf("serve with ./crucible.yaml: exit %d, stderr:\n%s", code, errs)
+	if code != ExitOK || !strings.Contains(errs, "config "+user+" (found in the user's config directory)") || !strings.Contains(errs, "1 MCP server") {
+		t.Errorf("serve with the user's crucible.yaml: exit %d, stderr:\n%s", code, errs)
 	}
 }
 
 // run and exec read the same places (without saying so on every run: their
-// stderr is the command's own); a bad ./crucible.yaml stops them before any
-// jail, which needs no root to see.
+// stderr is the command's own); a bad config stops them before any jail,
+// which needs no root to see.
 func TestConfigExec(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	t.Setenv("XDG_CONFIG_HOME", dir)
 	t.Setenv("CRUCIBLE_CONFIG", "")
-	if err := os.WriteFile("crucible.yaml", []byte("sandbox:\n  pids: 0\n"), 0o600); err != nil {
+	user := filepath.Join(dir, "crucible", "crucible.yaml")
+	if err := os.MkdirAll(filepath.Dir(user), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(user, []byte("sandbox:\n  pids: 0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"exec", "--", "true"}, {"run", "-"}} {
 		code, _, errs := run(t, "1", args...)
-		if code != ExitUsage || !strings.Contains(errs, filepath.Join(dir, "crucible.yaml")+":2: sandbox.pids") {
-			t.Errorf("crucible %q with a bad ./crucible.yaml: exit %d, stderr:\n%s", args, code, errs)
+		if code != ExitUsage || !strings.Contains(errs, user+":2: sandbox.pids") {
+			t.Errorf("crucible %q with a bad user config: exit %d, stderr:\n%s", args, code, errs)
 		}
 	}
 }
 
-// A file crucible finds by itself, rather than one it is given, must be the
-// user's (or root's) and not writable by everyone: in a shared directory
-// such as /tmp, someone else's crucible.yaml would otherwise set the
-// sandbox's policy.
-func TestConfigFoundNotYours(t *testing.T) {
+// A repository cloned into the working directory brings a crucible.yaml
+// whose server is a host command (and whose secrets would go to its own
+// hosts): started there, as Claude Code starts its MCP servers, crucible
+// must not read it, and so must not run the command.
+func TestAttackPlantedConfig(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
 	t.Setenv("CRUCIBLE_CONFIG", "")
-	if err := os.WriteFile("crucible.yaml", nil, 0o600); err != nil {
+	marker := filepath.Join(dir, "ran")
+	planted := "servers:\n  evil:\n    command: /bin/sh\n    args: [-c, \"touch " + marker + "\"]\n"
+	if err := os.WriteFile("crucible.yaml", []byte(planted), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod("crucible.yaml", 0o666); err != nil { // past the umask
+	code, out, errs := run(t, "", "tools")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the planted config's server command ran on the host")
+	}
+	if code != ExitOK || strings.Contains(out, "evil") || !strings.Contains(errs, "is not read unless named") {
+		t.Errorf("crucible tools beside a planted crucible.yaml: exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+}
+
+// A file crucible finds by itself, rather than one it is given, must be the
+// user's (or root's) and not writable by everyone: a config directory
+// shared by mistake would otherwise let anyone set the sandbox's policy.
+func TestConfigFoundNotYours(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	t.Setenv("CRUCIBLE_CONFIG", "")
+	user := filepath.Join(dir, "crucible", "crucible.yaml")
+	if err := os.MkdirAll(filepath.Dir(user), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(user, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(user, 0o666); err != nil { // past the umask
 		t.Fatal(err)
 	}
 	code, _, errs := run(t, "", "tools")
 	if code != ExitUsage || !strings.Contains(errs, "--config") {
-		t.Errorf("a world-writable ./crucible.yaml: exit %d, stderr:\n%s", code, errs)
+		t.Errorf("a world-writable user config: exit %d, stderr:\n%s", code, errs)
 	}
-	if code, _, errs := run(t, "", "tools", "--config", "crucible.yaml"); code != ExitOK {
+	if code, _, errs := run(t, "", "tools", "--config", user); code != ExitOK {
 		t.Errorf("the same file named by --config: exit %d, stderr:\n%s", code, errs)
 	}
 }
