@@ -779,11 +779,10 @@ func startError(err error) error {
 	return cloneError(errno, "the jail's init")
 }
 
+// cgroupFix is the remedy for a jail whose cgroup could not be made, as
+// doctor gives it for this host.
 func cgroupFix() string {
-	if os.Geteuid() != 0 {
-		return "run as root, or inside a delegated cgroup v2 (systemd-run --user --scope -p Delegate=yes ...), or pass --allow-degraded cgroup"
-	}
-	return "mount the memory, pids and cpu controllers (cgroup v2, or v1 under /sys/fs/cgroup), or pass --allow-degraded cgroup"
+	return probeCgroupHost().fix() + "; or pass --allow-degraded cgroup"
 }
 
 // sameWriter reports whether a and b are the same writer (and not nil), as
