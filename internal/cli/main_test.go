@@ -23,6 +23,10 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	// The tester's own crucible.yaml (CRUCIBLE_CONFIG, ~/.config) is no
+	// test's: each test that wants one names it, or sets these itself.
+	_ = os.Setenv("XDG_CONFIG_HOME", "/nonexistent")
+	_ = os.Unsetenv("CRUCIBLE_CONFIG")
 	os.Exit(m.Run())
 }
 
