@@ -79,22 +79,24 @@ func paramNames(schema any) []string {
 	return names
 }
 
-// render writes the found tools at the detail asked for.
+// render writes the found tools at the detail asked for, each by the name
+// the code calls it by.
 func render(found []sandbox.Tool, detail string) string {
 	if len(found) == 0 {
 		return "Nothing matches. Search with other words, or with an empty query to list the servers and APIs."
 	}
+	found = sandbox.NamedTools(found) // those of the bridge are named already
 	var b strings.Builder
 	switch detail {
 	case "full":
 		b.WriteString(sandbox.ToolDeclarations(found))
 	case "names":
 		for _, t := range found {
-			fmt.Fprintf(&b, "tools.%s.%s\n", t.Server, t.Name)
+			fmt.Fprintf(&b, "tools.%s.%s\n", t.Server, t.JSName)
 		}
 	default: // summary
 		for _, t := range found {
-			fmt.Fprintf(&b, "tools.%s.%s(%s)", t.Server, t.Name, strings.Join(paramNames(t.InputSchema), ", "))
+			fmt.Fprintf(&b, "tools.%s.%s(%s)", t.Server, t.JSName, strings.Join(paramNames(t.InputSchema), ", "))
 			if d := firstLine(t.Description); d != "" {
 				b.WriteString(": " + d)
 			}

@@ -281,7 +281,7 @@ func (s *Server) sweep() {
 const instructions = `Crucible runs your code in a fresh, locked-down sandbox. Use it to call many tools in one step.
 
 1. search_tools {query} finds the tools of the connected MCP servers and the HTTP APIs you may call with fetch (detail "full" gives the tools' TypeScript declarations and the APIs' docs; an empty query lists them all).
-2. execute {code} runs a TypeScript program (language "js", "py" or "deno" for others). Call tools as: const r = await tools.<server>.<tool>({...args}); the value of a final "return" is the result. Python: from crucible import tools; tools.<server>.<tool>(...).
+2. execute {code} runs a TypeScript program (language "js", "py" or "deno" for others). Call tools by the names search_tools shows (a tool named get-sum is get_sum): const r = await tools.<server>.<tool>({...args}); the value of a final "return" is the result. Python: from crucible import tools; tools.<server>.<tool>(...).
 3. Files written to /workspace stay for the next execute that passes back the result's "workspace" handle (and within one MCP session).
 
 Limits: each program has a time, memory and output limit, a bounded number of tool calls, and reaches only the network hosts the operator allowed. A refused operation is listed in "violations" with the reason: change the program rather than retry it.`

@@ -94,3 +94,7 @@ func ListTools(ctx context.Context, cfg *config.Config) ([]Tool, error) {
 // ToolDeclarations returns the TypeScript declarations of tools, as the
 // code sees them: `tools.<server>.<tool>(args)` and `tools.call(...)`.
 func ToolDeclarations(tools []Tool) string { return toolbridge.Declarations(tools) }
+
+// NamedTools returns tools with each one's JSName, the name the code calls
+// it by, set where it is not: see [toolbridge.Named].
+func NamedTools(tools []Tool) []Tool { return toolbridge.Named(tools) }

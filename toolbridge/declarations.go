@@ -36,11 +36,12 @@ func ServerNameOK(name string) string {
 // Declarations returns the TypeScript declarations of tools (as
 // [Bridge.Tools] lists them): a namespace tools with the generic call, list
 // and resource functions, and one namespace per server with a function per
-// tool, typed from the tool's input and output schemas and documented with
-// its description.
+// tool, by its JSName (see [Named]: a part of the bridge's list keeps the
+// names the whole gave it), typed from the tool's input and output schemas
+// and documented with its description.
 func Declarations(tools []Tool) string {
 	by := map[string][]Tool{}
-	for _, t := range tools {
+	for _, t := range Named(tools) {
 		by[t.Server] = append(by[t.Server], t)
 	}
 	var w strings.Builder
@@ -59,19 +60,14 @@ declare namespace tools {
 `)
 	for _, server := range slices.Sorted(maps.Keys(by)) {
 		list := by[server]
-		var names []string
-		for _, t := range list {
-			names = append(names, t.Name)
-		}
-		ids := jsname.Tools(names)
-		slices.SortFunc(list, func(a, b Tool) int { return strings.Compare(ids[a.Name], ids[b.Name]) })
+		slices.SortFunc(list, func(a, b Tool) int { return strings.Compare(a.JSName, b.JSName) })
 		fmt.Fprintf(&w, "\n  namespace %s {\n", server)
 		for i, t := range list {
-			if i > 0 && ids[t.Name] == ids[list[i-1].Name] {
+			if i > 0 && t.JSName == list[i-1].JSName {
 				continue // the same tool listed twice
 			}
 			doc := t.Description
-			if ids[t.Name] != t.Name {
+			if t.JSName != t.Name {
 				doc = strings.TrimSpace(doc + fmt.Sprintf("\n\nThe tool %s (tools.call(%q, %q, args)).", jsonText(t.Name), server, t.Name))
 			}
 			comment(&w, "    ", doc)
@@ -89,7 +85,7 @@ declare namespace tools {
 			if t.OutputSchema != nil {
 				out = tsType(t.OutputSchema, "    ", 0)
 			}
-			fmt.Fprintf(&w, "    function %s(args%s: %s): Promise<%s>;\n", ids[t.Name], opt, in, out)
+			fmt.Fprintf(&w, "    function %s(args%s: %s): Promise<%s>;\n", t.JSName, opt, in, out)
 		}
 		w.WriteString("  }\n")
 	}

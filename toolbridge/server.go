@@ -383,6 +383,7 @@ func (s *server) tools(ctx context.Context) ([]Tool, error) {
 			OutputSchema: s.redactValue(t.OutputSchema)})
 	}
 	slices.SortFunc(list, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	list = Named(list) // once, over the whole list: the names depend on each other
 	if list == nil {
 		list = []Tool{}
 	}

@@ -166,8 +166,12 @@ func (b *Bridge) Servers() []string { return slices.Sorted(maps.Keys(b.servers))
 
 // Tool is one tool that the code may call.
 type Tool struct {
-	Server       string `json:"server"`
-	Name         string `json:"name"`
+	Server string `json:"server"`
+	Name   string `json:"name"`
+	// JSName is the name the code calls the tool by in every language,
+	// tools.<server>.<JSName>(args): the bridge's lists set it (see
+	// [Named]), and whatever shows the tool to the model shows it.
+	JSName       string `json:"js_name,omitempty"`
 	Description  string `json:"description,omitempty"`
 	InputSchema  any    `json:"input_schema,omitempty"`
 	OutputSchema any    `json:"output_schema,omitempty"`

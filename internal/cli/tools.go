@@ -18,9 +18,12 @@ const toolsUsage = `Usage: crucible tools [--config FILE] [--json | --ts]
        crucible tools --apis [--config FILE] [--json]
 
 Starts the servers of the config's servers section and lists the tools that
-their policies let the code call: a table of server, tool and description,
---json the whole of each (with its input and output JSON Schemas), or --ts
-the TypeScript declarations the code sees. A server that cannot be listed is
+their policies let the code call: a table of server, tool and description
+(a tool by the name the code calls it by, its own name after it in
+parentheses where they differ: that is the one the policies' globs match),
+--json the whole of each (with js_name, the name the code calls, and its
+input and output JSON Schemas), or --ts the TypeScript declarations the
+code sees. A server that cannot be listed is
 named on stderr, and the exit code is 1.
 
 With --apis, lists the config's HTTP APIs instead, as the code's
@@ -83,7 +86,11 @@ func runTools(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(tw, "SERVER\tTOOL\tDESCRIPTION")
 		for _, t := range tools {
 			desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Server, t.Name, desc)
+			name := t.JSName // what the code writes after tools.<server>.
+			if name != t.Name {
+				name += " (" + t.Name + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Server, name, desc)
 		}
 		tw.Flush()
 	}
