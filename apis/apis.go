@@ -12,6 +12,7 @@
 package apis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -209,11 +210,16 @@ func (c *Catalog) List() []Info {
 }
 
 // Find lists the APIs that query matches, best first, each with the
-// operations or sections it found (at most maxHits in all).
-func (c *Catalog) Find(query string) []Info {
+// operations or sections it found (at most maxHits in all). Its errors
+// are Search's.
+func (c *Catalog) Find(ctx context.Context, query string) ([]Info, error) {
+	hits, err := c.Search(ctx, query)
+	if err != nil {
+		return nil, err
+	}
 	out := []Info{}
 	at := map[string]int{}
-	for _, h := range c.Search(query) {
+	for _, h := range hits {
 		i, ok := at[h.API]
 		if !ok {
 			i = len(out)
@@ -224,7 +230,7 @@ func (c *Catalog) Find(query string) []Info {
 			out[i].Matches = append(out[i].Matches, h.Entry)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (c *Catalog) byName(name string) *api {

@@ -1,7 +1,10 @@
 package apis
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,7 +156,7 @@ func TestSearch(t *testing.T) {
 		{"tracker", "tracker"},
 		{"customer payment methods", "billing GET /customers/{id}"},
 	} {
-		hits := c.Search(tc.query)
+		hits := search(t, c, tc.query)
 		if len(hits) == 0 {
 			t.Errorf("%q: no hits", tc.query)
 			continue
@@ -167,17 +170,17 @@ func TestSearch(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"", "  ", "zebra xylophone", "a"} {
-		if hits := c.Search(q); len(hits) != 0 {
+		if hits := search(t, c, q); len(hits) != 0 {
 			t.Errorf("%q found %d hits", q, len(hits))
 		}
 	}
-	if hits := (*Catalog)(nil).Search("issues"); hits != nil {
+	if hits := search(t, nil, "issues"); hits != nil {
 		t.Errorf("a nil catalog found %v", hits)
 	}
 }
 
 func TestFind(t *testing.T) {
-	found := catalog(t).Find("create issue")
+	found := find(t, catalog(t), "create issue")
 	if len(found) == 0 || found[0].Name != "tracker" || len(found[0].Matches) == 0 {
 		t.Fatalf("found %+v", found)
 	}
@@ -185,14 +188,14 @@ func TestFind(t *testing.T) {
 	if m.Method != "POST" || m.Path != "/repos/{owner}/{repo}/issues" || m.OperationID != "issues/create" || found[0].Auth[0].Header != "Authorization: Bearer ${env.TRACKER_TOKEN}" {
 		t.Errorf("the first match is %+v, auth %+v", m, found[0].Auth)
 	}
-	if f := catalog(t).Find("zebra"); f == nil || len(f) != 0 {
+	if f := find(t, catalog(t), "zebra"); f == nil || len(f) != 0 {
 		t.Errorf("found %v, want []", f)
 	}
 }
 
 func TestRender(t *testing.T) {
 	c := catalog(t)
-	hits := c.Search("create issue")
+	hits := search(t, c, "create issue")
 	for _, tc := range []struct {
 		detail    string
 		want, not []string
@@ -226,14 +229,14 @@ func TestRender(t *testing.T) {
 			}
 		}
 	}
-	out := c.Render(c.Search("refund invoice"), "full")
+	out := c.Render(search(t, c, "refund invoice"), "full")
 	for _, w := range []string{"HTTP API billing", "base URL: http://billing.internal", "--- section POST /invoices/{id}/refund", "Refunds a paid invoice, in full or by `amount`"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("the Markdown section lacks %q:\n%s", w, out)
 		}
 	}
 	// The API alone matched: full lists what it offers, briefly.
-	out = c.Render(c.Search("net"), "full") // in its hosts only
+	out = c.Render(search(t, c, "net"), "full") // in its hosts only
 	if !strings.Contains(out, "  GET /forecast/{city} (city, days): Forecast for a city, by day") ||
 		!strings.Contains(out, "auth: header X-Api-Key: ${env.WEATHER_KEY}") {
 		t.Errorf("the API alone:\n%s", out)
@@ -267,7 +270,7 @@ func TestRenderBound(t *testing.T) {
 	if n := c.List()[0].Operations; n != 500 {
 		t.Fatalf("%d operations, want 500", n)
 	}
-	hits := c.Search("get widget")
+	hits := search(t, c, "get widget")
 	if len(hits) != maxHits {
 		t.Fatalf("%d hits, want %d", len(hits), maxHits)
 	}
@@ -357,10 +360,10 @@ func TestNoPath(t *testing.T) {
 	b, _ := json.Marshal(c.List())
 	outs = append(outs, string(b))
 	for _, q := range []string{"issue", "tracker", "weather", "billing invoice", "testdata", "yaml", "md json docs", "/"} {
-		b, _ := json.Marshal(c.Find(q))
+		b, _ := json.Marshal(find(t, c, q))
 		outs = append(outs, string(b))
 		for _, d := range []string{"names", "summary", "full"} {
-			outs = append(outs, c.Render(c.Search(q), d))
+			outs = append(outs, c.Render(search(t, c, q), d))
 		}
 	}
 	for _, out := range outs {
@@ -393,4 +396,86 @@ func FuzzParseDocs(f *testing.F) {
 			_ = e.render("full")
 		}
 	})
+}
+
+// search is c.Search, which must not fail.
+func search(t *testing.T, c *Catalog, query string) []Hit {
+	t.Helper()
+	hits, err := c.Search(context.Background(), query)
+	if err != nil {
+		t.Fatalf("search %q: %v", query, err)
+	}
+	return hits
+}
+
+// find is c.Find, which must not fail.
+func find(t *testing.T, c *Catalog, query string) []Info {
+	t.Helper()
+	found, err := c.Find(context.Background(), query)
+	if err != nil {
+		t.Fatalf("find %q: %v", query, err)
+	}
+	return found
+}
+
+// A query past the bounds is refused with an error that says them, before
+// it is split into words: a 1 MiB one costs nothing but its length. One of
+// many words is refused too, also when they are joined (camelCase, a-b).
+func TestSearchBound(t *testing.T) {
+	c := catalog(t)
+	ctx := context.Background()
+	var words []string
+	for i := range 1 << 17 {
+		words = append(words, fmt.Sprintf("w%dx", i))
+	}
+	huge := strings.Join(words, " ")[:1<<20]
+	allocs := testing.AllocsPerRun(3, func() {
+		if hits, err := c.Search(ctx, huge); !errors.Is(err, ErrQueryTooLong) || hits != nil {
+			t.Fatalf("a 1 MiB query: %v, %v", hits, err)
+		}
+	})
+	if allocs > 20 { // the error's; a search of it would make one a word
+		t.Errorf("a 1 MiB query made %v allocations", allocs)
+	}
+	for _, q := range []string{
+		strings.Repeat("x", MaxQuery+1),
+		strings.Join(words[:MaxQueryTerms+1], " "),
+		strings.Join(words[:MaxQueryTerms+1], "-"),
+	} {
+		_, err := c.Find(ctx, q)
+		if !errors.Is(err, ErrQueryTooLong) || !strings.Contains(err.Error(), "at most 1024 bytes and 32 words") {
+			t.Errorf("a query of %d bytes: %v", len(q), err)
+		}
+	}
+	// At the bounds: searched. Repeats are one word.
+	for _, q := range []string{
+		strings.Join(words[:MaxQueryTerms-1], " ") + " issue",
+		strings.Repeat("issue ", MaxQuery/6),
+	} {
+		if hits := search(t, c, q); len(hits) == 0 {
+			t.Errorf("a query of %d bytes found nothing", len(q))
+		}
+	}
+}
+
+// A search whose context is done stops with its error.
+func TestSearchContext(t *testing.T) {
+	c := catalog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Search(ctx, "issue"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled search: %v", err)
+	}
+}
+
+// The prefix match looks up one word of each part, not all: a word
+// counts where a word of the part starts with it (of 3 letters or more),
+// twice where it is the word.
+func TestScore(t *testing.T) {
+	f := newFields([]int{5, 1}, "alpha betamax gamma", "delta issues")
+	for w, want := range map[string]int{"alpha": 10, "bet": 5, "betamax": 10, "be": 0, "betamaxx": 0, "issue": 2, "iss": 1, "zeta": 0, "a": 0, "gam": 5} {
+		if got := f.score(w); got != want {
+			t.Errorf("score(%q) = %d; want %d", w, got, want)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package apis
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -10,6 +12,22 @@ import (
 
 // maxHits bounds what one search returns.
 const maxHits = 20
+
+// Bounds of a query, which Search checks itself: a search costs the
+// query's words times the entries of the docs (each in the few fields of
+// an entry, by binary search), and a query comes from the code or the
+// model, which may send a megabyte of distinct words.
+const (
+	MaxQuery      = 1024 // bytes
+	MaxQueryTerms = 32   // distinct words, as the search splits them
+)
+
+// ErrQueryTooLong is why Search refuses a query past its bounds. The
+// error it returns wraps it, and is safe to show whoever sent the query.
+var ErrQueryTooLong = fmt.Errorf("a query has at most %d bytes and %d words: search with a few words", MaxQuery, MaxQueryTerms)
+
+// ctxEvery is how many entries Search scores between looks at its context.
+const ctxEvery = 64
 
 // Hit is one thing a search found: an API's operation or section, or (with
 // a nil Entry) the API itself, by its name, description or hosts.
@@ -31,37 +49,30 @@ var (
 // weight.
 type fields struct {
 	weights []int
-	sets    []map[string]bool
+	words   [][]string // each part's, sorted, without repeats
 }
 
 func newFields(weights []int, texts ...string) fields {
 	f := fields{weights: weights}
 	for _, t := range texts {
-		set := map[string]bool{}
-		for _, w := range searchTerms(t) {
-			set[w] = true
-		}
-		f.sets = append(f.sets, set)
+		f.words = append(f.words, searchTerms(t))
 	}
 	return f
 }
 
-// score is how much w counts in f: its best place.
+// score is how much w counts in f: its best place. A part's words are
+// sorted, so the first that is not less than w is w itself, or starts
+// with w if any does: one binary search a part.
 func (f fields) score(w string) int {
 	best := 0
-	for i, set := range f.sets {
-		s := 0
-		if set[w] {
-			s = 2 * f.weights[i]
-		} else if len(w) >= 3 {
-			for t := range set {
-				if strings.HasPrefix(t, w) {
-					s = f.weights[i]
-					break
-				}
-			}
+	for i, words := range f.words {
+		j, found := slices.BinarySearch(words, w)
+		switch {
+		case found:
+			best = max(best, 2*f.weights[i])
+		case len(w) >= 3 && j < len(words) && strings.HasPrefix(words[j], w):
+			best = max(best, f.weights[i])
 		}
-		best = max(best, s)
 	}
 	return best
 }
@@ -71,12 +82,23 @@ func (f fields) score(w string) int {
 // operation's id, summary, path and method count more than its parameters
 // and description), and a word found in the API's name, description or
 // hosts counts for each of its operations that matches another word.
-func (c *Catalog) Search(query string) []Hit {
+//
+// A query of more than MaxQuery bytes or MaxQueryTerms words is refused
+// with an error that wraps ErrQueryTooLong, before any of it is read; a
+// search stops with ctx's error when ctx is done.
+func (c *Catalog) Search(ctx context.Context, query string) ([]Hit, error) {
+	if len(query) > MaxQuery {
+		return nil, fmt.Errorf("the query has %d bytes: %w", len(query), ErrQueryTooLong)
+	}
 	words := searchTerms(query)
+	if len(words) > MaxQueryTerms {
+		return nil, fmt.Errorf("the query has %d words: %w", len(words), ErrQueryTooLong)
+	}
 	if c == nil || len(words) == 0 {
-		return nil
+		return nil, nil
 	}
 	var hits []Hit
+	scored := 0
 	for _, a := range c.apis {
 		own := make([]int, len(words))
 		total := 0
@@ -88,6 +110,10 @@ func (c *Catalog) Search(query string) []Hit {
 			hits = append(hits, Hit{API: a.name, Score: total})
 		}
 		for _, e := range a.entries {
+			if scored%ctxEvery == 0 && ctx.Err() != nil {
+				return nil, fmt.Errorf("searching the APIs: %w", ctx.Err())
+			}
+			scored++
 			score, found := 0, false
 			for i, w := range words {
 				s := e.words.score(w)
@@ -100,7 +126,7 @@ func (c *Catalog) Search(query string) []Hit {
 		}
 	}
 	slices.SortStableFunc(hits, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
-	return hits[:min(len(hits), maxHits)]
+	return hits[:min(len(hits), maxHits)], nil
 }
 
 // searchTerms splits text into the words a search compares, each reduced

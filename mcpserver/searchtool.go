@@ -62,7 +62,12 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 		}
 	} else {
 		found := rank(tools, in.Query)
-		hits := catalog.Search(in.Query)
+		hits, serr := catalog.Search(ctx, in.Query)
+		if serr != nil {
+			// Past the catalog's bounds (which the words above do not
+			// count as it does), or the call ended: safe to show.
+			return nil, nil, serr
+		}
 		if len(found) > 0 || len(hits) == 0 {
 			text = render(found, in.Detail)
 		}

@@ -296,12 +296,21 @@ func (c *toolChannel) handle(req request, slot int) response {
 	switch req.Method {
 	case "apis":
 		// Without a query, every API; with one, those it matches, each
-		// with the operations or sections it found.
+		// with the operations or sections it found (a query past the
+		// search's bounds is a limit the code hit).
 		var list []apis.Info
 		if req.Query != "" {
-			list = c.apis.Find(req.Query)
+			list, err = c.apis.Find(c.ctx, req.Query)
 		} else {
 			list = c.apis.List()
+		}
+		if err != nil {
+			res.Error = &responseError{Kind: "error", Message: err.Error()}
+			if errors.Is(err, apis.ErrQueryTooLong) {
+				res.Error.Kind = violation.Limit
+				c.violate(violation.Violation{Kind: violation.Limit, Reason: "tools.apis: " + err.Error()})
+			}
+			return res
 		}
 		res.Result, _ = json.Marshal(list)
 		return res
