@@ -263,12 +263,13 @@ func execError(err error, asJSON bool, env Env) int {
 		name = "SetupError"
 	}
 	if asJSON {
-		obj := map[string]any{"error": map[string]string{"name": name, "message": err.Error()}}
+		e := map[string]string{"name": name, "message": err.Error()}
 		if se != nil {
-			obj["layer"], obj["fix"] = se.Layer, se.Fix
+			e["layer"], e["fix"] = se.Layer, se.Fix
 		}
-		b, _ := json.Marshal(obj)
-		fmt.Fprintf(env.Stdout, "%s\n", b)
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetEscapeHTML(false) // a fix's "&&" stays readable
+		_ = enc.Encode(map[string]any{"error": e})
 	}
 	fmt.Fprintf(env.Stderr, "crucible: %v\n", err)
 	if se != nil && se.Detail != "" {

@@ -58,8 +58,18 @@ func TestRootless(t *testing.T) {
 	if code != 125 || !strings.Contains(errs, "cgroup") || !strings.Contains(errs, "--allow-degraded cgroup") {
 		t.Fatalf("without a cgroup: exit %d, stderr %q; want 125 naming the cgroup layer and the fix", code, errs)
 	}
+	// With --json, the refusal is one object on stdout, as the README gives
+	// it: {"error": {name, message, layer, fix}}.
+	code, out, _ := runAs(t, bin, nobody, "exec", "--json", "--", "true")
+	var refused struct {
+		Error struct{ Name, Message, Layer, Fix string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &refused); err != nil || code != 125 || refused.Error.Name != "SetupError" ||
+		refused.Error.Layer != "cgroup" || !strings.Contains(refused.Error.Fix, "--allow-degraded cgroup") {
+		t.Errorf("without a cgroup, --json: exit %d, %q", code, out)
+	}
 
-	code, out, errs := runAs(t, bin, nobody, "exec", "--json", "--allow-degraded", "cgroup", "--",
+	code, out, errs = runAs(t, bin, nobody, "exec", "--json", "--allow-degraded", "cgroup", "--",
 		"sh", "-c", `id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/uid_map; touch /workspace/ok && echo wrote; touch /usr/x 2>/dev/null || echo ro`)
 	var r sandbox.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
