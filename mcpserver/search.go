@@ -96,7 +96,8 @@ func render(found []sandbox.Tool, detail string) string {
 		}
 	default: // summary
 		for _, t := range found {
-			fmt.Fprintf(&b, "tools.%s.%s(%s)", t.Server, t.JSName, strings.Join(paramNames(t.InputSchema), ", "))
+			// Written as a call: a tool takes one object of its arguments.
+			fmt.Fprintf(&b, "tools.%s.%s({%s})", t.Server, t.JSName, strings.Join(paramNames(t.InputSchema), ", "))
 			if d := firstLine(t.Description); d != "" {
 				b.WriteString(": " + d)
 			}

@@ -29,12 +29,12 @@ func TestRenderNames(t *testing.T) {
 	}{
 		{found, "names", []string{"tools.s.get_sum\n", "tools.s.get_sum_2\n"}, []string{"get-sum\n"}},
 		{one, "names", []string{"tools.s.get_sum_2\n"}, []string{"tools.s.get_sum\n"}},
-		{one, "summary", []string{"tools.s.get_sum_2(a)"}, []string{"tools.s.get-sum", "tools.s.get_sum("}},
+		{one, "summary", []string{"tools.s.get_sum_2({a})"}, []string{"tools.s.get-sum", "tools.s.get_sum("}},
 		{one, "full", []string{"function get_sum_2(args"}, []string{"function get_sum("}},
 		{rank(all, "class"), "names", []string{"tools.s._class\n"}, nil},
 		// Tools that are not named yet are named from the list given.
 		{[]sandbox.Tool{{Server: "s", Name: "get-sum"}}, "names", []string{"tools.s.get_sum\n"}, nil},
-		{[]sandbox.Tool{{Server: "s", Name: "get-sum"}}, "summary", []string{"tools.s.get_sum()"}, nil},
+		{[]sandbox.Tool{{Server: "s", Name: "get-sum"}}, "summary", []string{"tools.s.get_sum({})"}, nil},
 	} {
 		got := render(tc.found, tc.detail)
 		for _, w := range tc.want {
