@@ -7,8 +7,9 @@
 //   - http stateless: a 2026-07-28 client of `crucible serve --http` (each
 //     call a fresh workspace, so a warm jail);
 //   - http session: one 2025-11-25 session; its first execution makes the
-//     session's workspace and every later one runs in it, in a new jail
-//     (the pool's jails are for fresh workspaces only);
+//     session's workspace and every later one runs in it, on the warm jail
+//     the server readied with it after the last one (in a new jail when
+//     that is not ready yet);
 //   - http session, first call: a new 2025-11-25 session per execution
 //     (connecting is not timed), so that each call is a fresh workspace;
 //   - http session, ts and js: another such session, whose programs
