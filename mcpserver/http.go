@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 )
 
 // Two eras of MCP over HTTP live at one endpoint. A 2025-11-25 client (or
@@ -49,6 +50,7 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Del("WWW-Authenticate") // let through: no challenge
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		id, forget := s.requests.add(r.Context())
 		defer forget()
@@ -65,19 +67,74 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		}
 		sessionful.ServeHTTP(w, r)
 	})
+	known := newTokens(tokens)
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		for _, t := range tokens {
-			if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
-				return &auth.TokenInfo{UserID: tokenID(t)}, nil
-			}
+		if id, ok := known.client(token); ok {
+			return &auth.TokenInfo{UserID: id}, nil
 		}
 		return nil, auth.ErrInvalidToken
 	}
-	mcpHandler := s.checkOrigin(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route))
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
+	mcpHandler := s.checkOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The SDK's middleware challenges only once OAuth metadata is
+		// configured: set ours now, for its 401; route takes it back.
+		w.Header().Set("WWW-Authenticate", challenge(r))
+		authed.ServeHTTP(w, r)
+	}))
 
 	mux := s.ops()
 	mux.Handle("/mcp", mcpHandler)
 	return mux
+}
+
+// ServeHTTP serves h (Handler or OpsHandler) on l until shutdown, with
+// the bounds of serveLimits: a peer that need not even know a token cannot
+// hold connections, and so file descriptors, which jails need too.
+func ServeHTTP(l net.Listener, h http.Handler) (shutdown func(context.Context) error) {
+	return serveBounded(l, h, serveLimits)
+}
+
+// httpLimits bound the connections of an HTTP server.
+type httpLimits struct {
+	conns  int           // open at once; more wait in the listen backlog
+	header time.Duration // to read a request's head
+	read   time.Duration // to read a request, head and body
+	idle   time.Duration // a keep-alive connection between requests
+}
+
+// serveLimits: a body of serve.max_body must arrive within read; 256
+// connections serve a hundred clients, each with a POST and a GET stream.
+var serveLimits = httpLimits{conns: 256, header: 10 * time.Second, read: time.Minute, idle: time.Minute}
+
+// serveBounded serves h on l with lim. ReadTimeout bounds a request's head
+// and body only: net/http clears the read deadline once the body is read
+// (to notice a client that hangs up). There is no WriteTimeout: in
+// Streamable HTTP an answer is an SSE stream that lasts as long as its
+// execution (up to sandbox.timeout), and a session's GET stream as long as
+// the session; a WriteTimeout would cut both off. A client that stops
+// reading holds its connection, within the cap.
+func serveBounded(l net.Listener, h http.Handler, lim httpLimits) (shutdown func(context.Context) error) {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: lim.header,
+		ReadTimeout:       lim.read,
+		IdleTimeout:       lim.idle,
+		MaxHeaderBytes:    64 << 10,
+	}
+	go func() { _ = hs.Serve(netutil.LimitListener(l, lim.conns)) }()
+	return hs.Shutdown
+}
+
+// challenge is the WWW-Authenticate header of a 401 from /mcp (RFC 6750
+// §3). With OAuth, resource_metadata (RFC 9728 §5.1) joins the params.
+func challenge(r *http.Request) string {
+	params := []string{`realm="crucible"`}
+	// A bearer token presented (split as the SDK splits it) is wrong;
+	// a request without one gets no error code (RFC 6750 §3.1).
+	if f := strings.Fields(r.Header.Get("Authorization")); len(f) == 2 && strings.EqualFold(f[0], "Bearer") {
+		params = append(params, `error="invalid_token"`)
+	}
+	return "Bearer " + strings.Join(params, ", ")
 }
 
 // OpsHandler serves /healthz, /readyz and /metrics only (beside stdio).
@@ -93,11 +150,32 @@ func (s *Server) ops() *http.ServeMux {
 	return mux
 }
 
-// tokenID is the client key of a bearer token: a hash, so that no token is
-// kept in the server's maps or logs.
-func tokenID(token string) string {
-	h := sha256.Sum256([]byte(token))
-	return "token:" + hex.EncodeToString(h[:8])
+// tokens are the bearer tokens the server takes, as SHA-256 digests. A
+// token presented is hashed and compared with every digest in constant
+// time: the time taken tells neither its length, nor how much of it is
+// right, nor which token it is.
+type tokens [][sha256.Size]byte
+
+func newTokens(ts []string) tokens {
+	ds := make(tokens, len(ts))
+	for i, t := range ts {
+		ds[i] = sha256.Sum256([]byte(t))
+	}
+	return ds
+}
+
+// client returns the client key of token if it is one of ts: part of its
+// digest, so that no token is kept in the server's maps or logs.
+func (ts tokens) client(token string) (string, bool) {
+	d := sha256.Sum256([]byte(token))
+	match := -1
+	for i := range ts {
+		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], ts[i][:]), i, match)
+	}
+	if match < 0 {
+		return "", false
+	}
+	return "token:" + hex.EncodeToString(ts[match][:8]), true
 }
 
 // ready answers 200 when the warm pools have jails ready (or have served

@@ -163,12 +163,11 @@ func listen(ctx context.Context, addr string, h http.Handler, env Env) (stop fun
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
-	go func() { _ = hs.Serve(l) }()
+	shutdown := mcpserver.ServeHTTP(l, h)
 	fmt.Fprintf(env.Stderr, "crucible serve: listening on http://%s\n", l.Addr())
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = hs.Shutdown(sctx)
+		_ = shutdown(sctx)
 	}, nil
 }
