@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/cruciblehq/crucible/audit"
@@ -116,6 +118,14 @@ func runServe(ctx context.Context, args []string, env Env) int {
 			}
 			defer stop()
 		}
+		// A client that dies leaves a broken pipe on stdout, and Go ends a
+		// process that writes to one on fd 1 with SIGPIPE, before the
+		// deferred Close removes the jails and the workspaces' mounts.
+		// Asked for, the signal is only delivered here: the write fails with
+		// EPIPE, which ends the session, and Close runs.
+		sigpipe := make(chan os.Signal, 1)
+		signal.Notify(sigpipe, syscall.SIGPIPE)
+		defer signal.Stop(sigpipe)
 		if err := srv.ServeStdio(ctx, env.Stdin, env.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 			return fail("%v", err)
 		}

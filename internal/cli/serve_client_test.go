@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -355,6 +357,7 @@ func TestServeStdioHangUp(t *testing.T) {
 	node, _ := mcpNode(t)
 	cfg := serveConfig(t)
 	args := append([]string{"testdata/mcpclient.mjs", "--code", `await new Promise(r => setTimeout(r, 100000)); return 1`, "--stdio"}, crucibleCmd("serve", "--config", cfg)...)
+	before := workspaceMounts(t)
 	client := exec.Command(node, args...)
 	client.Env = crucibleEnv()
 	var stderr strings.Builder
@@ -411,6 +414,21 @@ func TestServeStdioHangUp(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// It ended as it ends on its own, not killed by the broken pipe: its
+	// workspaces' mounts are gone with it.
+	if n := workspaceMounts(t); n > before {
+		t.Errorf("serve left %d workspace mounts behind (%d before it)\n%s", n, before, stderr.String())
+	}
+}
+
+// workspaceMounts counts the tmpfs mounts of serve's workspaces on the host.
+func workspaceMounts(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "/crucible-workspaces-")
 }
 
 // processAlive reports whether pid runs (a zombie has ended).
@@ -543,5 +561,80 @@ func TestConformanceScenarioList(t *testing.T) {
 	slices.Sort(known)
 	if !slices.Equal(listed, known) {
 		t.Errorf("the suite's server scenarios:\n%q\nthe table's:\n%q", listed, known)
+	}
+}
+
+// A client that stops reading serve's answers but keeps its end of stdin
+// open: serve's next write (a progress notification) meets a broken pipe.
+// It must end as it does on its own, its jails and its workspaces' mounts
+// removed, not be killed by SIGPIPE with them left on the host.
+func TestServeStdoutBrokenPipe(t *testing.T) {
+	requireRoot(t)
+	before := workspaceMounts(t)
+	argv := crucibleCmd("serve")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = crucibleEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	for _, m := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"code":"await new Promise(r => setTimeout(r, 100000))"},"_meta":{"progressToken":"p"}}}`,
+	} {
+		if _, err := io.WriteString(stdin, m+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first progress notification: the execution runs, in a jail.
+	sc := bufio.NewScanner(stdout)
+	progress := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "notifications/progress") {
+				progress <- true
+				return
+			}
+		}
+		progress <- false
+	}()
+	select {
+	case ok := <-progress:
+		if !ok {
+			t.Fatalf("serve's stdout ended before any progress\n%s", stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no progress within 60s\n%s", stderr.String())
+	}
+	_ = stdout.Close() // the client stops reading; stdin stays open
+
+	select {
+	case <-exited:
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) && ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
+			t.Errorf("serve was killed by %v\n%s", ee.ProcessState.Sys().(syscall.WaitStatus).Signal(), stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve still runs 60s after its client stopped reading\n%s", stderr.String())
+	}
+	if n := workspaceMounts(t); n > before {
+		t.Errorf("serve left %d workspace mounts behind (%d before it)\n%s", n, before, stderr.String())
 	}
 }
