@@ -37,6 +37,12 @@ type Serve struct {
 	// WorkspaceTTL is how long an idle workspace handle lives; its
 	// directory is then deleted. Default 30m; 1s to 7 days.
 	WorkspaceTTL Duration `yaml:"workspace_ttl"`
+	// MaxWorkspaces bounds the workspaces the server holds at once, warm
+	// jails' included (each a tmpfs of sandbox.tmp_size, so they hold at
+	// most MaxWorkspaces times that); past it, an execution that needs a
+	// new one is refused. A client holds at most 32: past that, its least
+	// recently used idle one is deleted. Default 256; 1 to 65536.
+	MaxWorkspaces int `yaml:"max_workspaces"`
 	// MaxBody bounds one HTTP request body. Default 4MiB; 1KiB to 256MiB.
 	MaxBody ByteSize `yaml:"max_body"`
 	// MaxResultOutput bounds each of an execute result's stdout, stderr,
@@ -67,6 +73,7 @@ const (
 	minResultOutput  = 1 * KiB
 	maxResultOutput  = 16 * MiB
 	maxPool          = 64
+	maxWorkspaces    = 65536
 	maxRate          = 1e6
 	maxBurst         = 1000000
 	defaultServePool = 2
@@ -81,6 +88,7 @@ func defaultServe() Serve {
 		WorkspaceTTL:    Duration(30 * time.Minute),
 		MaxBody:         4 * MiB,
 		MaxResultOutput: 32 * KiB,
+		MaxWorkspaces:   256,
 		Pool:            defaultServePool,
 	}
 }
@@ -121,6 +129,9 @@ func (s *Serve) validate() error {
 	}
 	if s.MaxResultOutput < minResultOutput || s.MaxResultOutput > maxResultOutput {
 		return fieldErrorf("serve.max_result_output", "must be between %v and %v, not %v", minResultOutput, maxResultOutput, s.MaxResultOutput)
+	}
+	if s.MaxWorkspaces < 1 || s.MaxWorkspaces > maxWorkspaces {
+		return fieldErrorf("serve.max_workspaces", "must be between 1 and %d, not %d", maxWorkspaces, s.MaxWorkspaces)
 	}
 	if s.Pool < 0 || s.Pool > maxPool {
 		return fieldErrorf("serve.pool", "must be from 0 to %d, not %d", maxPool, s.Pool)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cruciblehq/crucible/workspace"
 	"strings"
 	"time"
 
@@ -134,7 +135,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	}
 	if err := s.gate.enter(ctx); err != nil {
 		if ws != nil {
-			s.spaces.release(ws)
+			s.spaces.Release(ws)
 		}
 		return nil, err
 	}
@@ -146,9 +147,9 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	if ws == nil {
 		return nil, s.runError(cmp.Or(err, errors.New("no workspace")))
 	}
-	defer s.spaces.release(ws)
-	if se != nil && ws.handle == s.sessionHandle(se) {
-		s.keepWarm(se, ws.dir, language)
+	defer s.spaces.Release(ws)
+	if se != nil && ws.Handle == s.sessionHandle(se) {
+		s.keepWarm(se, ws.Dir, language)
 	}
 	if err != nil {
 		return nil, s.runError(err)
@@ -156,7 +157,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	out := &executeOut{
 		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
 		Result: res.Result, Violations: res.Violations, ToolCalls: res.ToolCalls,
-		DurationMS: res.DurationMS, Workspace: ws.handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
+		DurationMS: res.DurationMS, Workspace: ws.Handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
 		Network: res.Network,
 	}
 	if len(out.Result) == 0 {
@@ -237,7 +238,7 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 // jail of the pools with a fresh one, else a new jail. It returns the
 // workspace the program ran in, in use (the caller releases it), or nil if
 // there is none.
-func (s *Server) runProgram(ctx context.Context, se *session, ws *workspace, client, language, code, file string) (*sandbox.Result, *workspace, error) {
+func (s *Server) runProgram(ctx context.Context, se *session, ws *workspace.Workspace, client, language, code, file string) (*sandbox.Result, *workspace.Workspace, error) {
 	if warm := s.sessionPool(se, ws, language); warm != nil {
 		res, _, err := warm.RunInAs(ctx, language, []byte(code), file)
 		if !errors.Is(err, sandbox.ErrPoolClosed) {
@@ -250,22 +251,21 @@ func (s *Server) runProgram(ctx context.Context, se *session, ws *workspace, cli
 		if dir == "" {
 			return nil, nil, err
 		}
-		ws, aerr := s.spaces.adopt(dir, client)
+		ws, aerr := s.spaces.Adopt(dir, client)
 		if aerr != nil {
-			drop(dir) // the server is closing
-			return nil, nil, cmp.Or(err, aerr)
+			return nil, nil, cmp.Or(err, aerr) // the server is closing
 		}
 		s.own(se, ws)
 		return res, ws, err
 	}
 	if ws == nil {
 		var err error
-		if ws, err = s.spaces.create(client); err != nil {
+		if ws, err = s.spaces.Create(client); err != nil {
 			return nil, nil, err
 		}
 		s.own(se, ws)
 	}
-	res, err := s.runIn(ctx, ws.dir, language, code, file)
+	res, err := s.runIn(ctx, ws.Dir, language, code, file)
 	return res, ws, err
 }
 
@@ -278,9 +278,9 @@ func (s *Server) sessionHandle(se *session) string {
 
 // reuse finds the workspace an execution runs in, if it is not a fresh
 // one: the handle given, else its session's.
-func (s *Server) reuse(handle, client string, se *session) (*workspace, error) {
+func (s *Server) reuse(handle, client string, se *session) (*workspace.Workspace, error) {
 	if handle != "" {
-		return s.spaces.acquire(handle, client)
+		return s.spaces.Acquire(handle, client)
 	}
 	if se == nil {
 		return nil, nil
@@ -289,7 +289,7 @@ func (s *Server) reuse(handle, client string, se *session) (*workspace, error) {
 	if h == "" {
 		return nil, nil
 	}
-	ws, err := s.spaces.acquire(h, client)
+	ws, err := s.spaces.Acquire(h, client)
 	if err != nil {
 		// Expired while the session idled: the session starts afresh.
 		return nil, nil
@@ -299,30 +299,30 @@ func (s *Server) reuse(handle, client string, se *session) (*workspace, error) {
 
 // own makes ws the workspace of session se (if any), deleted with it; if
 // the session has ended meanwhile, at once (once unused).
-func (s *Server) own(se *session, ws *workspace) {
+func (s *Server) own(se *session, ws *workspace.Workspace) {
 	if se == nil {
 		return
 	}
 	s.mu.Lock()
 	ended := se.ended
 	if !ended {
-		se.handle = ws.handle
-		se.made = append(se.made, ws.handle)
+		se.handle = ws.Handle
+		se.made = append(se.made, ws.Handle)
 	}
 	s.mu.Unlock()
 	if ended {
-		s.spaces.remove(ws.handle)
+		s.spaces.Remove(ws.Handle)
 	}
 }
 
 // sessionPool is the session's warm jail for ws, if the program can use it.
-func (s *Server) sessionPool(se *session, ws *workspace, language string) *sandbox.Pool {
+func (s *Server) sessionPool(se *session, ws *workspace.Workspace, language string) *sandbox.Pool {
 	if se == nil || ws == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if se.warmDir != ws.dir || !sandbox.SameWorker(se.warmLang, language) {
+	if se.warmDir != ws.Dir || !sandbox.SameWorker(se.warmLang, language) {
 		return nil
 	}
 	return se.warm

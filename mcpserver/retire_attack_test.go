@@ -119,7 +119,7 @@ func leftovers(root string) []string {
 // things (processes and cgroups) found before it was made.
 func noLeftovers(t *testing.T, s *Server, before int) {
 	t.Helper()
-	left := leftovers(s.spaces.root)
+	left := leftovers(s.spaces.Path())
 	if len(left) > before {
 		t.Errorf("left behind once Close returned: %q", left)
 	}

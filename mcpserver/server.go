@@ -15,8 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cruciblehq/crucible/workspace"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -55,7 +55,7 @@ type Server struct {
 	log    *slog.Logger
 	gate   *gate
 	rate   *rateLimiter
-	spaces *workspaces
+	spaces *workspace.Set
 	stats  *metrics
 
 	// sessionful serves stdio and 2025-11-25 HTTP sessions: a session's
@@ -132,24 +132,26 @@ func New(o Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	root, err := os.MkdirTemp("", "crucible-workspaces-")
-	if err != nil {
-		return nil, fmt.Errorf("making the workspaces' directory: %w", err)
-	}
 	sv := &o.Config.Serve
+	spaces, err := workspace.Open(workspace.Options{
+		Size: int64(o.Config.Sandbox.TmpSize), TTL: time.Duration(sv.WorkspaceTTL), Total: sv.MaxWorkspaces,
+	})
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		o: o, cfg: o.Config, log: log,
 		gate:     newGate(sv.MaxConcurrent, time.Duration(sv.BusyWait)),
 		rate:     newRateLimiter(sv.Rate, sv.Burst),
-		spaces:   newWorkspaces(root, time.Duration(sv.WorkspaceTTL), int64(o.Config.Sandbox.TmpSize)),
+		spaces:   spaces,
 		stats:    newMetrics(o.Tools.Servers()),
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: map[*mcp.ServerSession]*session{},
 	}
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
-	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.count()) })
+	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
 	s.stats.gauge("crucible_session_jails", "Sessions holding a warm jail with their workspace, for their next program.", func() float64 {
 		return float64(len(s.sessionPools()))
 	})
@@ -172,7 +174,7 @@ func New(o Options) (*Server, error) {
 			p, err := sandbox.NewPool(o.Config, l, sandbox.PoolOptions{
 				Size: sv.Pool, Idle: poolIdle, InFlight: sv.MaxConcurrent,
 				Audit: o.Audit, Tools: o.Tools, Secrets: o.Secrets,
-				Workspace: s.warmWorkspace, Skills: sv.Skills,
+				Workspace: s.spaces.Blank, Skills: sv.Skills,
 			})
 			if err != nil {
 				_ = s.Close()
@@ -216,8 +218,7 @@ func (s *Server) Close() error {
 		p.Close()
 	}
 	s.wg.Wait()
-	s.spaces.close()
-	return os.Remove(s.spaces.root)
+	return s.spaces.Close()
 }
 
 // retire closes pools off the caller's path: a pool's Close waits for its
@@ -251,20 +252,10 @@ func (s *Server) join(wg *sync.WaitGroup) bool {
 	return !s.closed
 }
 
-// warmWorkspace gives a warm jail its directory, deleted if no execution
-// takes it.
-func (s *Server) warmWorkspace() (string, func(), error) {
-	dir, err := s.spaces.mkdir()
-	if err != nil {
-		return "", nil, err
-	}
-	return dir, func() { drop(dir) }, nil
-}
-
 // sweep deletes idle workspaces, a few times per TTL.
 func (s *Server) sweep() {
 	defer s.wg.Done()
-	every := min(max(s.spaces.ttl/4, time.Second), time.Minute)
+	every := min(max(s.spaces.TTL()/4, time.Second), time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -272,7 +263,7 @@ func (s *Server) sweep() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
-			s.spaces.sweep()
+			s.spaces.Sweep()
 		}
 	}
 }
@@ -395,7 +386,7 @@ func (s *Server) sessionOf(ss *mcp.ServerSession, client string) *session {
 			warm.Close()
 		}
 		for _, h := range made {
-			s.spaces.remove(h)
+			s.spaces.Remove(h)
 		}
 	}()
 	return se

@@ -285,7 +285,7 @@ func TestWorkspaces(t *testing.T) {
 	}
 
 	// Ending the session deletes its workspace.
-	dir := s.spaces.dir(w1.Workspace)
+	dir := s.spaces.Dir(w1.Workspace)
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestBusyAndRate(t *testing.T) {
 		h = se.handle
 	}
 	s.mu.Unlock()
-	dir := s.spaces.dir(h)
+	dir := s.spaces.Dir(h)
 	if dir == "" {
 		t.Fatal("the running execution's workspace is unknown")
 	}

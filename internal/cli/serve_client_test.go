@@ -357,9 +357,10 @@ func TestServeStdioHangUp(t *testing.T) {
 	node, _ := mcpNode(t)
 	cfg := serveConfig(t)
 	args := append([]string{"testdata/mcpclient.mjs", "--code", `await new Promise(r => setTimeout(r, 100000)); return 1`, "--stdio"}, crucibleCmd("serve", "--config", cfg)...)
-	before := workspaceMounts(t)
+	tmp := testenv.PublicDir(t) // serve's TMPDIR, so that its workspaces' root is the test's alone
+	root := filepath.Join(tmp, "crucible-workspaces-0")
 	client := exec.Command(node, args...)
-	client.Env = crucibleEnv()
+	client.Env = crucibleEnv("TMPDIR=" + tmp)
 	var stderr strings.Builder
 	client.Stderr = &stderr
 	stdout, err := client.StdoutPipe()
@@ -416,19 +417,9 @@ func TestServeStdioHangUp(t *testing.T) {
 	}
 	// It ended as it ends on its own, not killed by the broken pipe: its
 	// workspaces' mounts are gone with it.
-	if n := workspaceMounts(t); n > before {
-		t.Errorf("serve left %d workspace mounts behind (%d before it)\n%s", n, before, stderr.String())
+	if m := mountsUnder(t, root); len(m) != 0 {
+		t.Errorf("serve left its workspaces' mounts behind: %q\n%s", m, stderr.String())
 	}
-}
-
-// workspaceMounts counts the tmpfs mounts of serve's workspaces on the host.
-func workspaceMounts(t *testing.T) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(string(b), "/crucible-workspaces-")
 }
 
 // processAlive reports whether pid runs (a zombie has ended).
@@ -570,10 +561,11 @@ func TestConformanceScenarioList(t *testing.T) {
 // removed, not be killed by SIGPIPE with them left on the host.
 func TestServeStdoutBrokenPipe(t *testing.T) {
 	requireRoot(t)
-	before := workspaceMounts(t)
+	tmp := testenv.PublicDir(t) // serve's TMPDIR, so that its workspaces' root is the test's alone
+	root := filepath.Join(tmp, "crucible-workspaces-0")
 	argv := crucibleCmd("serve")
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = crucibleEnv()
+	cmd.Env = crucibleEnv("TMPDIR=" + tmp)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -634,7 +626,141 @@ func TestServeStdoutBrokenPipe(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("serve still runs 60s after its client stopped reading\n%s", stderr.String())
 	}
-	if n := workspaceMounts(t); n > before {
-		t.Errorf("serve left %d workspace mounts behind (%d before it)\n%s", n, before, stderr.String())
+	if m := mountsUnder(t, root); len(m) != 0 {
+		t.Errorf("serve left its workspaces' mounts behind: %q\n%s", m, stderr.String())
 	}
+}
+
+// stdioServer is `crucible serve` over stdio, started with env added, and
+// the JSON-RPC lines it writes.
+type stdioServer struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string // closed when its stdout ends
+	exited chan struct{}
+}
+
+func startStdioServe(t *testing.T, env ...string) *stdioServer {
+	t.Helper()
+	argv := crucibleCmd("serve")
+	s := &stdioServer{cmd: exec.Command(argv[0], argv[1:]...), lines: make(chan string, 64), exited: make(chan struct{})}
+	s.cmd.Env = crucibleEnv(env...)
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	}()
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	})
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+func (s *stdioServer) send(t *testing.T, msgs ...string) {
+	t.Helper()
+	for _, m := range msgs {
+		if _, err := io.WriteString(s.stdin, m+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// await returns the first line that holds want, failing t after a minute.
+func (s *stdioServer) await(t *testing.T, want string) string {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("serve's stdout ended before %q", want)
+			}
+			if strings.Contains(l, want) {
+				return l
+			}
+		case <-timeout:
+			t.Fatalf("no %q from serve within a minute", want)
+		}
+	}
+}
+
+// A serve killed (SIGKILL) with an execution running and workspaces
+// mounted cannot remove them; the next serve started reclaims them (each
+// server's workspaces are an instance under a root the servers share, and
+// a dead server's instance is swept), then serves, and leaves nothing once
+// it ends.
+func TestServeKilledWorkspacesReclaimed(t *testing.T) {
+	requireRoot(t)
+	tmp := testenv.PublicDir(t) // the servers' TMPDIR, so that their root is the test's alone
+	root := filepath.Join(tmp, "crucible-workspaces-0")
+	first := startStdioServe(t, "TMPDIR="+tmp)
+	first.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"code":"fs.writeTextFile('f', 'x'); await new Promise(r => setTimeout(r, 100000))"},"_meta":{"progressToken":"p"}}}`)
+	first.await(t, "notifications/progress")
+	old, _ := os.ReadDir(root)
+	if len(old) != 1 || len(mountsUnder(t, root)) == 0 {
+		t.Fatalf("the first serve's instance: %d entries, mounts %q", len(old), mountsUnder(t, root))
+	}
+	oldInstance := filepath.Join(root, old[0].Name())
+	_ = first.cmd.Process.Kill()
+	<-first.exited
+	if len(mountsUnder(t, oldInstance)) == 0 {
+		t.Fatal("the killed serve's workspaces are gone already: nothing to reclaim")
+	}
+
+	second := startStdioServe(t, "TMPDIR="+tmp)
+	second.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"code":"return 6 * 7"}}}`)
+	if l := second.await(t, `"id":2`); !strings.Contains(l, `"result":42`) {
+		t.Errorf("the next serve's execute: %s", l)
+	}
+	if m := mountsUnder(t, oldInstance); len(m) != 0 {
+		t.Errorf("the killed serve's mounts are still there: %q", m)
+	}
+	if _, err := os.Stat(oldInstance); !os.IsNotExist(err) {
+		t.Errorf("the killed serve's instance is still there: %v", err)
+	}
+	_ = second.stdin.Close() // ends the session: serve exits, its workspaces with it
+	select {
+	case <-second.exited:
+	case <-time.After(time.Minute):
+		t.Fatal("serve still runs a minute after its stdin ended")
+	}
+	if m := mountsUnder(t, root); len(m) != 0 {
+		t.Errorf("mounts left under the root: %q", m)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("the root outlives its last serve: %v", err)
+	}
+}
+
+// mountsUnder lists the mount points at or below dir.
+func mountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
