@@ -53,8 +53,10 @@ type server struct {
 	name   string
 	cfg    Server
 	log    *slog.Logger
-	redact *strings.Replacer
-	client *mcp.Client
+	redact *strings.Replacer // for the code: credentials and host paths
+	// redactSecrets, for the operator's log: credentials only.
+	redactSecrets *strings.Replacer
+	client        *mcp.Client
 	// life ends when the bridge closes: it stops a start in progress.
 	life context.Context
 	end  context.CancelFunc
@@ -73,7 +75,7 @@ type server struct {
 func newServer(name string, cfg Server, home string, log *slog.Logger) *server {
 	s := &server{name: name, cfg: cfg, log: log, backoff: firstBackoff}
 	s.life, s.end = context.WithCancel(context.Background())
-	s.redact = redactor(cfg, home)
+	s.redact, s.redactSecrets = redactor(cfg, home), secretsRedactor(cfg)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"},
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -89,7 +91,28 @@ func newServer(name string, cfg Server, home string, log *slog.Logger) *server {
 // its working directory and the host's home directory. Longer strings go
 // first, so that a path inside the home is replaced whole.
 func redactor(cfg Server, home string) *strings.Replacer {
-	type pair struct{ old, new string }
+	return replacer(append(secretPairs(cfg), pathPairs(cfg, home)...))
+}
+
+// secretsRedactor replaces the server's credentials alone: for the
+// operator's log, which may name the host's paths but no secret.
+func secretsRedactor(cfg Server) *strings.Replacer { return replacer(secretPairs(cfg)) }
+
+type pair struct{ old, new string }
+
+// replacer replaces each pair's old by its new, the longest first.
+func replacer(ps []pair) *strings.Replacer {
+	sort.SliceStable(ps, func(i, j int) bool { return len(ps[i].old) > len(ps[j].old) })
+	var args []string
+	for _, p := range ps {
+		args = append(args, p.old, p.new)
+	}
+	return strings.NewReplacer(args...)
+}
+
+// secretPairs are the server's credentials: its env and headers' values,
+// and what its URL holds of a key.
+func secretPairs(cfg Server) []pair {
 	var ps []pair
 	for _, v := range cfg.Env {
 		if len(v) >= 6 {
@@ -116,6 +139,12 @@ func redactor(cfg Server, home string) *strings.Replacer {
 			}
 		}
 	}
+	return ps
+}
+
+// pathPairs are the host's paths that the server's messages may name.
+func pathPairs(cfg Server, home string) []pair {
+	var ps []pair
 	if cfg.Command != "" {
 		base := cfg.Command[strings.LastIndexByte(cfg.Command, '/')+1:]
 		if strings.Contains(cfg.Command, "/") {
@@ -137,12 +166,7 @@ func redactor(cfg Server, home string) *strings.Replacer {
 	if home != "" && home != "/" {
 		ps = append(ps, pair{home, "~"})
 	}
-	sort.SliceStable(ps, func(i, j int) bool { return len(ps[i].old) > len(ps[j].old) })
-	var args []string
-	for _, p := range ps {
-		args = append(args, p.old, p.new)
-	}
-	return strings.NewReplacer(args...)
+	return ps
 }
 
 // session returns the server's live session, starting the server if it
@@ -273,8 +297,9 @@ func (s *server) start(done chan struct{}) {
 }
 
 // fail records a failure; s.mu is held. The code gets err redacted (see
-// redactor); the operator's log gets all of it, with what was run, so that
-// whoever can fix the server learns why it failed.
+// redactor); the operator's log gets all of it but the server's
+// credentials, with what was run, so that whoever can fix the server
+// learns why it failed.
 func (s *server) fail(err error) {
 	s.failures++
 	s.lastErr = errors.New(s.redact.Replace(err.Error()))
@@ -283,7 +308,7 @@ func (s *server) fail(err error) {
 	if s.cfg.Command == "" {
 		what = []any{"url", origin(s.cfg.URL)} // its query may hold a key
 	}
-	s.log.Warn("tool server failed", append(what, "failures", s.failures, "err", err.Error())...)
+	s.log.Warn("tool server failed", append(what, "failures", s.failures, "err", s.redactSecrets.Replace(err.Error()))...)
 }
 
 // drop forgets sess if it is still the current session, and closes it.
