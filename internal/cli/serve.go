@@ -109,6 +109,15 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		return fail("%v", err)
 	}
 	defer func() { _ = srv.Close() }() // stops the executions, deletes the workspaces
+	// A client that dies leaves a broken pipe on stdout (and a log reader
+	// that dies, on stderr), and Go ends a process that writes to one on
+	// fd 1 or 2 with SIGPIPE, before the deferred Close removes the jails
+	// and the workspaces' mounts. Asked for, the signal is only delivered
+	// here: the write fails with EPIPE (over stdio, that ends the session),
+	// and Close runs.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 
 	if *httpAddr == "" {
 		if *metricsAddr != "" {
@@ -118,14 +127,6 @@ func runServe(ctx context.Context, args []string, env Env) int {
 			}
 			defer stop()
 		}
-		// A client that dies leaves a broken pipe on stdout, and Go ends a
-		// process that writes to one on fd 1 with SIGPIPE, before the
-		// deferred Close removes the jails and the workspaces' mounts.
-		// Asked for, the signal is only delivered here: the write fails with
-		// EPIPE, which ends the session, and Close runs.
-		sigpipe := make(chan os.Signal, 1)
-		signal.Notify(sigpipe, syscall.SIGPIPE)
-		defer signal.Stop(sigpipe)
 		if err := srv.ServeStdio(ctx, env.Stdin, env.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 			return fail("%v", err)
 		}
