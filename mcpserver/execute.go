@@ -9,6 +9,7 @@ import (
 	"github.com/cruciblehq/crucible/workspace"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -170,13 +171,14 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	return out, nil
 }
 
-// bound cuts each of what the program wrote or returned to max bytes, head
-// and tail kept, so that one result cannot flood the model's context: the
-// jail's own output limit is for the host's memory, and much larger.
-func (o *executeOut) bound(max int) {
+// bound cuts each of what the program wrote or returned to about limit
+// bytes as JSON, head and tail kept, so that one result cannot flood the
+// model's context: the jail's own output limit is for the host's memory,
+// and much larger.
+func (o *executeOut) bound(limit int) {
 	cut := func(s *string) {
 		var c bool
-		*s, c = cutMiddle(*s, max)
+		*s, c = cutMiddle(*s, limit)
 		o.Truncated = o.Truncated || c
 	}
 	cut(&o.Stdout)
@@ -186,7 +188,7 @@ func (o *executeOut) bound(max int) {
 		cut(&o.Error.Message)
 		cut(&o.Error.Stack)
 	}
-	if len(o.Result) > max {
+	if len(o.Result) > limit {
 		// JSON cut anywhere is no longer JSON: what is kept of it becomes
 		// a string (of a string, its text).
 		r := string(o.Result)
@@ -194,22 +196,42 @@ func (o *executeOut) bound(max int) {
 		if json.Unmarshal(o.Result, &str) == nil {
 			r = str
 		}
-		r, _ = cutMiddle(r, max)
-		o.Result, _ = json.Marshal(r)
-		o.Truncated = true
+		if r, c := cutMiddle(r, limit); c {
+			o.Result, _ = json.Marshal(r)
+			o.Truncated = true
+		}
 	}
 }
 
-// cutMiddle keeps the head and the tail of s, max bytes of it in all, with
-// a line between them that says how much was cut, and why.
-func cutMiddle(s string, max int) (string, bool) {
-	if len(s) <= max {
+// cutNote stands where cutMiddle cut.
+const cutNote = "\n... %d bytes cut here (serve.max_result_output; write large output to a file in /workspace) ...\n"
+
+// cutMiddle keeps the head and the tail of s, at most limit bytes of them
+// as JSON (a control character takes six there), whole characters only,
+// with a line between them that says how much was cut, and why.
+func cutMiddle(s string, limit int) (string, bool) {
+	if len(s) <= limit && jsonLen(s) <= limit {
 		return s, false
 	}
-	head := strings.ToValidUTF8(s[:max/2], "")
-	tail := strings.ToValidUTF8(s[len(s)-max/2:], "")
-	return fmt.Sprintf("%s\n... %d bytes cut here (serve.max_result_output; write large output to a file in /workspace) ...\n%s",
-		head, len(s)-len(head)-len(tail), tail), true
+	for keep := min(len(s), limit); ; keep /= 2 {
+		h := keep / 2
+		for h > 0 && !utf8.RuneStart(s[h]) {
+			h--
+		}
+		t := len(s) - keep/2
+		for t < len(s) && !utf8.RuneStart(s[t]) {
+			t++
+		}
+		if jsonLen(s[:h])+jsonLen(s[t:]) <= limit || keep < 16 {
+			return s[:h] + fmt.Sprintf(cutNote, t-h) + s[t:], true
+		}
+	}
+}
+
+// jsonLen is the length of s as a JSON string.
+func jsonLen(s string) int {
+	b, _ := json.Marshal(s)
+	return len(b)
 }
 
 // executionContext is the context an execution runs in: a session's

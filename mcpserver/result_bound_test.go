@@ -2,8 +2,10 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cruciblehq/crucible/config"
 )
@@ -55,5 +57,34 @@ return "HEAD-RES" + "r".repeat(512 << 10) + "TAIL-RES"`
 	_, out = execute(t, cs, map[string]any{"code": `console.log("small"); return {a: 1}`})
 	if out == nil || out.Truncated || out.Stdout != "small\n" || string(out.Result) != `{"a":1}` {
 		t.Errorf("a small result: %+v", out)
+	}
+}
+
+// cutMiddle bounds what a part takes as JSON, whatever it holds: control
+// characters (six bytes each there) and characters of several bytes cut
+// at the edges, which stay whole.
+func TestCutMiddle(t *testing.T) {
+	const limit = 1000
+	for name, s := range map[string]string{
+		"ascii":    strings.Repeat("a", 10*limit),
+		"controls": strings.Repeat("\x01", 900), // under the limit, six times over as JSON
+		"runes":    strings.Repeat("é€😀", 3*limit),
+		"invalid":  strings.Repeat("\xff\xfe", 3*limit),
+	} {
+		got, cut := cutMiddle(s, limit)
+		if !cut || !strings.Contains(got, "bytes cut here") {
+			t.Errorf("%s: not cut", name)
+			continue
+		}
+		note := len(fmt.Sprintf(cutNote, 0)) + 8
+		if n := jsonLen(got); n > limit+note+16 {
+			t.Errorf("%s: %d bytes as JSON", name, n)
+		}
+		if name != "invalid" && !utf8.ValidString(got) {
+			t.Errorf("%s: a character was cut in two", name)
+		}
+	}
+	if got, cut := cutMiddle("small\n", limit); cut || got != "small\n" {
+		t.Errorf("a small part: %q, %v", got, cut)
 	}
 }
