@@ -2,7 +2,6 @@ package egress
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -52,10 +51,6 @@ func (s *OfflineServer) serve(d *dnsServer) {
 	for {
 		n, from, err := s.conn.ReadFrom(buf)
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
 			return // closed
 		}
 		if resp := d.answer(buf[:n]); resp != nil {
@@ -86,7 +81,8 @@ func udpSocket(addr netip.Addr) (int, error) {
 }
 
 // refuseAll is the policy of a jail without a network: no name, no
-// connection, for one reason.
+// connection, for one reason. (The resolver asks only DecideName; the rest
+// is Policy's, and refuses as well.)
 type refuseAll string
 
 func (r refuseAll) DecideName(string) netpolicy.Verdict { return netpolicy.Verdict{Reason: string(r)} }

@@ -102,8 +102,10 @@ type httpLimits struct {
 	idle   time.Duration // a keep-alive connection between requests
 }
 
-// serveLimits: a body of serve.max_body must arrive within read; 256
-// connections serve a hundred clients, each with a POST and a GET stream.
+// serveLimits: a whole request must arrive within read (so a body of the
+// largest serve.max_body, 256MiB, needs ~4.5 MB/s; the default 4MiB, 70
+// KB/s); 256 connections serve a hundred clients, each with a POST and a
+// GET stream.
 var serveLimits = httpLimits{conns: 256, header: 10 * time.Second, read: time.Minute, idle: time.Minute}
 
 // serveBounded serves h on l with lim. ReadTimeout bounds a request's head

@@ -200,7 +200,16 @@ func attachOffline(spec *jail.Spec, w *audit.Writer) *netLog {
 	}
 	log := newNetLog(w)
 	log.offline = true
-	spec.Network = func(netns *os.File) (io.Closer, error) { return egress.Offline(netns, offline, log.report) }
+	spec.Network = func(netns *os.File) (io.Closer, error) {
+		r, err := egress.Offline(netns, offline, log.report)
+		if err != nil {
+			// It only explains a refusal, and grants nothing: without it
+			// the jail is as closed, its lookups unexplained, so the
+			// execution runs.
+			return io.NopCloser(nil), nil
+		}
+		return r, nil
+	}
 	spec.Nameserver = egress.OfflineResolver
 	return log
 }

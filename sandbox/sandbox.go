@@ -289,7 +289,7 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 		o := outcome(x.report.Bytes())
 		if res.ResultCut {
 			o = &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: fmt.Sprintf(
-				"the program's result (or its uncaught error) is larger than its limit (sandbox.max_output, %v): return less, or write it to a file under /workspace", config.ByteSize(x.spec.MaxOutput))}}
+				"the program's result (or its uncaught error) is larger than its limit (sandbox.max_output, --max-output: %v): return less, or write it to a file under /workspace", config.ByteSize(x.spec.MaxOutput))}}
 		}
 		out.Result, out.Error = o.Result, o.Error
 	}

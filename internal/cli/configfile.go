@@ -28,7 +28,11 @@ type configFile struct {
 func (c configFile) String() string {
 	s := "config " + c.path + " (" + c.how + ")"
 	if c.path == "" {
-		s = "no config file (no --config or $CRUCIBLE_CONFIG, and none at " + strings.Join(c.looked, " or ") + "): the defaults apply"
+		where := "and none at " + strings.Join(c.looked, " or ")
+		if len(c.looked) == 0 {
+			where = "and no user config directory: neither $XDG_CONFIG_HOME nor $HOME is set"
+		}
+		s = "no config file (no --config or $CRUCIBLE_CONFIG, " + where + "): the defaults apply"
 	}
 	if c.ignored != "" {
 		s += "; " + c.ignored + " is not read unless named (--config or $CRUCIBLE_CONFIG): a file in the working directory may have come with a repository"

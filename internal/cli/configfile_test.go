@@ -185,3 +185,16 @@ func TestConfigFoundNotYours(t *testing.T) {
 		t.Errorf("the same file named by --config: exit %d, stderr:\n%s", code, errs)
 	}
 }
+
+// Without $HOME or $XDG_CONFIG_HOME (a bare service unit), there is no
+// user config directory: the line says so, rather than naming nothing.
+func TestConfigNoHome(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("HOME", "")
+	t.Setenv("CRUCIBLE_CONFIG", "")
+	code, _, errs := run(t, "", "tools")
+	if code != ExitOK || !strings.Contains(errs, "neither $XDG_CONFIG_HOME nor $HOME is set") || strings.Contains(errs, "none at )") {
+		t.Errorf("exit %d, stderr:\n%s", code, errs)
+	}
+}
