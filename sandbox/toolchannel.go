@@ -20,7 +20,6 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/toolbridge"
-	"github.com/cruciblehq/crucible/toolbridge/jsname"
 	"github.com/cruciblehq/crucible/violation"
 
 	"golang.org/x/sys/unix"
@@ -326,7 +325,7 @@ func (c *toolChannel) handle(req request, slot int) response {
 		if lerr != nil && len(tools) == 0 {
 			err = lerr
 		} else {
-			out, err = json.Marshal(listed(tools))
+			out, err = json.Marshal(toolbridge.Named(tools)) // each with the name the code calls it by (js_name)
 		}
 		if err != nil {
 			res.Error = &responseError{Kind: "error", Message: err.Error()}
@@ -372,29 +371,6 @@ func (c *toolChannel) handle(req request, slot int) response {
 	c.mu.Unlock()
 	_ = c.audit.Log(ev)
 	return res
-}
-
-// listedTool is a tool as list answers it: with the name the languages'
-// tools.<server>.<name> calls it by, as its declaration has it.
-type listedTool struct {
-	toolbridge.Tool
-	JSName string `json:"js_name"`
-}
-
-func listed(tools []toolbridge.Tool) []listedTool {
-	names := map[string][]string{}
-	for _, t := range tools {
-		names[t.Server] = append(names[t.Server], t.Name)
-	}
-	ids := map[string]map[string]string{}
-	for server, list := range names {
-		ids[server] = jsname.Tools(list)
-	}
-	out := make([]listedTool, len(tools))
-	for i, t := range tools {
-		out[i] = listedTool{t, ids[t.Server][t.Name]}
-	}
-	return out
 }
 
 // violate counts a refusal, one entry per kind and reason (the reasons name

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/cruciblehq/crucible/toolbridge/jsname"
 )
 
 // Tools carries the program's tools.* calls out of the engine, to the
@@ -43,8 +41,8 @@ type toolRequest struct {
 }
 
 // toolNames maps each server's tools from the names the program calls them
-// by (jsname.Tools, as the declarations have them) to their own;
-// listed once, on the first call by such a name.
+// by (js_name in the bridge's list, as the declarations have them) to their
+// own; listed once, on the first call by such a name.
 type toolNames struct {
 	mu     sync.Mutex
 	byName map[string]map[string]string // server -> JS name -> tool
@@ -58,21 +56,19 @@ func (n *toolNames) resolve(ctx context.Context, t Tools, server, js string) (st
 		if err != nil {
 			return "", err
 		}
-		var list []struct{ Server, Name string }
+		var list []struct {
+			Server, Name string
+			JSName       string `json:"js_name"`
+		}
 		if err := json.Unmarshal(b, &list); err != nil {
 			return "", fmt.Errorf("listing the tools: %w", err)
 		}
-		names := map[string][]string{}
-		for _, tool := range list {
-			names[tool.Server] = append(names[tool.Server], tool.Name)
-		}
 		n.byName = map[string]map[string]string{}
-		for server, tools := range names {
-			m := map[string]string{}
-			for tool, id := range jsname.Tools(tools) {
-				m[id] = tool
+		for _, tool := range list {
+			if n.byName[tool.Server] == nil {
+				n.byName[tool.Server] = map[string]string{}
 			}
-			n.byName[server] = m
+			n.byName[tool.Server][tool.JSName] = tool.Name
 		}
 	}
 	if tool, ok := n.byName[server][js]; ok {

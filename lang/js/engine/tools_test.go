@@ -33,7 +33,7 @@ func TestTools(t *testing.T) {
 		asked = append(asked, req["method"].(string)+" "+tool)
 		switch {
 		case req["method"] == "list":
-			return []byte(`[{"server":"ev","name":"get-sum"},{"server":"ev","name":"echo"}]`), nil
+			return []byte(`[{"server":"ev","name":"get-sum","js_name":"get_sum"},{"server":"ev","name":"echo","js_name":"echo"}]`), nil
 		case req["tool"] == "echo":
 			return json.Marshal(req["args"])
 		}
