@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cruciblehq/crucible/internal/terms"
 	"os"
 	"path/filepath"
 	"strings"
@@ -438,9 +439,9 @@ func TestSearchBound(t *testing.T) {
 		t.Errorf("a 1 MiB query made %v allocations", allocs)
 	}
 	for _, q := range []string{
-		strings.Repeat("x", MaxQuery+1),
-		strings.Join(words[:MaxQueryTerms+1], " "),
-		strings.Join(words[:MaxQueryTerms+1], "-"),
+		strings.Repeat("x", terms.MaxQuery+1),
+		strings.Join(words[:terms.MaxWords+1], " "),
+		strings.Join(words[:terms.MaxWords+1], "-"),
 	} {
 		_, err := c.Find(ctx, q)
 		if !errors.Is(err, ErrQueryTooLong) || !strings.Contains(err.Error(), "at most 1024 bytes and 32 words") {
@@ -449,8 +450,8 @@ func TestSearchBound(t *testing.T) {
 	}
 	// At the bounds: searched. Repeats are one word.
 	for _, q := range []string{
-		strings.Join(words[:MaxQueryTerms-1], " ") + " issue",
-		strings.Repeat("issue ", MaxQuery/6),
+		strings.Join(words[:terms.MaxWords-1], " ") + " issue",
+		strings.Repeat("issue ", terms.MaxQuery/6),
 	} {
 		if hits := search(t, c, q); len(hits) == 0 {
 			t.Errorf("a query of %d bytes found nothing", len(q))

@@ -13,18 +13,10 @@ import (
 // maxHits bounds what one search returns.
 const maxHits = 20
 
-// Bounds of a query, which Search checks itself: a search costs the
-// query's words times the entries of the docs (each in the few fields of
-// an entry, by binary search), and a query comes from the code or the
-// model, which may send a megabyte of distinct words.
-const (
-	MaxQuery      = 1024 // bytes
-	MaxQueryTerms = 32   // distinct words, as the search splits them
-)
-
-// ErrQueryTooLong is why Search refuses a query past its bounds. The
-// error it returns wraps it, and is safe to show whoever sent the query.
-var ErrQueryTooLong = fmt.Errorf("a query has at most %d bytes and %d words: search with a few words", MaxQuery, MaxQueryTerms)
+// ErrQueryTooLong is why Search refuses a query past the bounds of
+// terms.Query: a search costs the query's words times the entries of the
+// docs (each in the few fields of an entry, by binary search).
+var ErrQueryTooLong = terms.ErrTooLong
 
 // ctxEvery is how many entries Search scores between looks at its context.
 const ctxEvery = 64
@@ -87,13 +79,11 @@ func (f fields) score(w string) int {
 // with an error that wraps ErrQueryTooLong, before any of it is read; a
 // search stops with ctx's error when ctx is done.
 func (c *Catalog) Search(ctx context.Context, query string) ([]Hit, error) {
-	if len(query) > MaxQuery {
-		return nil, fmt.Errorf("the query has %d bytes: %w", len(query), ErrQueryTooLong)
+	words, err := terms.Query(query)
+	if err != nil {
+		return nil, err
 	}
-	words := searchTerms(query)
-	if len(words) > MaxQueryTerms {
-		return nil, fmt.Errorf("the query has %d words: %w", len(words), ErrQueryTooLong)
-	}
+	words = singulars(words)
 	if c == nil || len(words) == 0 {
 		return nil, nil
 	}
@@ -132,8 +122,10 @@ func (c *Catalog) Search(ctx context.Context, query string) ([]Hit, error) {
 // searchTerms splits text into the words a search compares, each reduced
 // to a crude singular ("issues" finds "issue", "repositories"
 // "repository").
-func searchTerms(text string) []string {
-	words := terms.Split(text)
+func searchTerms(text string) []string { return singulars(terms.Split(text)) }
+
+// singulars is words, each made singular, sorted and without repeats.
+func singulars(words []string) []string {
 	for i, w := range words {
 		words[i] = terms.Singular(w)
 	}

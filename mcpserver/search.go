@@ -17,9 +17,12 @@ const maxHits = 20
 // rank orders the tools that match query, best first: each word of the
 // query counts where it appears, most in the tool's name, then its
 // server's, its description and its parameters' names. A tool that matches
-// no word is left out.
-func rank(tools []sandbox.Tool, query string) []sandbox.Tool {
-	words := terms.Split(query)
+// no word is left out. A query past terms.Query's bounds is refused.
+func rank(tools []sandbox.Tool, query string) ([]sandbox.Tool, error) {
+	words, err := terms.Query(query)
+	if err != nil {
+		return nil, err
+	}
 	type hit struct {
 		t     sandbox.Tool
 		score int
@@ -56,7 +59,7 @@ func rank(tools []sandbox.Tool, query string) []sandbox.Tool {
 	for _, h := range hits[:min(len(hits), maxHits)] {
 		out = append(out, h.t)
 	}
-	return out
+	return out, nil
 }
 
 // paramNames lists the top-level property names of a tool's input schema.

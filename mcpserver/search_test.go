@@ -1,10 +1,13 @@
 package mcpserver
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cruciblehq/crucible/internal/terms"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -17,10 +20,11 @@ func TestRenderNames(t *testing.T) {
 		{Server: "s", Name: "get_sum"},
 		{Server: "s", Name: "class"},
 	})
-	found := rank(all, "get-sum")
-	if len(found) != 2 {
-		t.Fatalf("found %+v", found)
+	found, err := rank(all, "get-sum")
+	if err != nil || len(found) != 2 {
+		t.Fatalf("found %+v, %v", found, err)
 	}
+	class, _ := rank(all, "class")
 	one := []sandbox.Tool{all[slices.IndexFunc(all, func(t sandbox.Tool) bool { return t.Name == "get-sum" })]}
 	for _, tc := range []struct {
 		found       []sandbox.Tool
@@ -31,7 +35,7 @@ func TestRenderNames(t *testing.T) {
 		{one, "names", []string{"tools.s.get_sum_2\n"}, []string{"tools.s.get_sum\n"}},
 		{one, "summary", []string{"tools.s.get_sum_2({a})"}, []string{"tools.s.get-sum", "tools.s.get_sum("}},
 		{one, "full", []string{"function get_sum_2(args"}, []string{"function get_sum("}},
-		{rank(all, "class"), "names", []string{"tools.s._class\n"}, nil},
+		{class, "names", []string{"tools.s._class\n"}, nil},
 		// Tools that are not named yet are named from the list given.
 		{[]sandbox.Tool{{Server: "s", Name: "get-sum"}}, "names", []string{"tools.s.get_sum\n"}, nil},
 		{[]sandbox.Tool{{Server: "s", Name: "get-sum"}}, "summary", []string{"tools.s.get_sum({})"}, nil},
@@ -47,5 +51,23 @@ func TestRenderNames(t *testing.T) {
 				t.Errorf("%s of %d tools has %q:\n%s", tc.detail, len(tc.found), w, got)
 			}
 		}
+	}
+}
+
+// rank bounds its own query: a megabyte of distinct words is refused
+// before any is compared, with the reason.
+func TestRankBound(t *testing.T) {
+	tools := []sandbox.Tool{{Server: "s", Name: "get-sum"}}
+	var words []string
+	for i := range terms.MaxWords + 1 {
+		words = append(words, fmt.Sprintf("w%c%c", 'a'+i/26, 'a'+i%26))
+	}
+	for _, q := range []string{strings.Repeat("x", terms.MaxQuery+1), strings.Join(words, " "), strings.Join(words, "-")} {
+		if _, err := rank(tools, q); !errors.Is(err, terms.ErrTooLong) {
+			t.Errorf("a query of %d bytes: %v", len(q), err)
+		}
+	}
+	if found, err := rank(tools, strings.Join(words[:terms.MaxWords-1], " ")+" sum"); err != nil || len(found) != 1 {
+		t.Errorf("a query within the bounds: %+v, %v", found, err)
 	}
 }

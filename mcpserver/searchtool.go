@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -37,16 +36,7 @@ func searchTool() *mcp.Tool {
 // tools (each is started on first use).
 const listTimeout = 30 * time.Second
 
-// Bounds of a query: its cost grows with its words.
-const (
-	maxQuery      = 1024
-	maxQueryWords = 32
-)
-
 func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
-	if len(in.Query) > maxQuery || len(strings.Fields(in.Query)) > maxQueryWords {
-		return nil, nil, fmt.Errorf("query: at most %d characters and %d words; search with a few words", maxQuery, maxQueryWords)
-	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	tools, err := s.o.Tools.List(ctx)
@@ -61,11 +51,14 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 			}
 		}
 	} else {
-		found := rank(tools, in.Query)
+		// Each search bounds its query (terms.Query): its error is safe
+		// to show, as is a call that ended.
+		found, serr := rank(tools, in.Query)
+		if serr != nil {
+			return nil, nil, serr
+		}
 		hits, serr := catalog.Search(ctx, in.Query)
 		if serr != nil {
-			// Past the catalog's bounds (which the words above do not
-			// count as it does), or the call ended: safe to show.
 			return nil, nil, serr
 		}
 		if len(found) > 0 || len(hits) == 0 {

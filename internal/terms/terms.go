@@ -3,6 +3,7 @@
 package terms
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"unicode"
@@ -37,6 +38,30 @@ func Split(text string) []string {
 	flush()
 	slices.Sort(words)
 	return slices.Compact(words)
+}
+
+// Bounds of a query, which Query checks: a search costs the query's words
+// times what it searches, and a query comes from the code or the model,
+// which may send a megabyte of distinct words.
+const (
+	MaxQuery = 1024 // bytes
+	MaxWords = 32   // distinct words, as Split gives them
+)
+
+// ErrTooLong is why Query refuses a query past its bounds. The error it
+// returns wraps it, and is safe to show whoever sent the query.
+var ErrTooLong = fmt.Errorf("a query has at most %d bytes and %d words: search with a few words", MaxQuery, MaxWords)
+
+// Query is Split for a search's query, which it refuses past the bounds.
+func Query(q string) ([]string, error) {
+	if len(q) > MaxQuery {
+		return nil, fmt.Errorf("the query has %d bytes: %w", len(q), ErrTooLong)
+	}
+	words := Split(q)
+	if len(words) > MaxWords {
+		return nil, fmt.Errorf("the query has %d words: %w", len(words), ErrTooLong)
+	}
+	return words, nil
 }
 
 // Singular is a crude singular of an English word: "issues" gives
