@@ -66,7 +66,9 @@ func TestRunJSLimits(t *testing.T) {
 	// machine a heap bomb takes most of the default 30 s. A timeout no
 	// machine reaches leaves only the limit under test to end them.
 	cfg := filepath.Join(testenv.PublicDir(t), "crucible.yaml")
-	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_heap: 64MiB\n"), 0o644); err != nil {
+	// The smallest heap and a small jail keep the bombs short: under the
+	// race detector the engine allocates slowly (64MiB took ~15 s here).
+	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_heap: 16MiB\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bomb := "console.log('before');\nconst a: string[] = [];\nwhile (true) a.push('x'.repeat(1 << 20) + a.length);\n"
@@ -88,7 +90,7 @@ func TestRunJSLimits(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_heap: 4GiB\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = runJSON(t, bomb, "--config", cfg, "--memory", "128MiB", "--timeout", "1h", "-")
+	r = runJSON(t, bomb, "--config", cfg, "--memory", "64MiB", "--timeout", "1h", "-")
 	if r.ExitCode != 137 || !hasLimit(r, "memory") || r.Stdout != "before\n" {
 		t.Errorf("heap bomb past the jail's memory: %s", dump(r))
 	}
