@@ -3,8 +3,10 @@ package jail
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
@@ -81,11 +83,16 @@ func TestEarlyExitOutput(t *testing.T) {
 }
 
 // runEarly runs s with the earlyExit above, and checks that Ended had what
-// Run returns, output included.
+// Run returns, output included. A Stdout of s that is a *beginOnOutput
+// gets the output first.
 func runEarly(t *testing.T, s *Spec) (*Result, string, string) {
 	t.Helper()
 	var out, errb, report bytes.Buffer
-	s.Stdout, s.Stderr, s.Result = &out, &errb, &report
+	stdout := io.Writer(&out)
+	if b, ok := s.Stdout.(*beginOnOutput); ok {
+		b.w, stdout = &out, b
+	}
+	s.Stdout, s.Stderr, s.Result = stdout, &errb, &report
 	s.EarlyExit = earlyExit(&report)
 	var early *Result
 	var outThen, errThen string
@@ -103,6 +110,22 @@ func runEarly(t *testing.T, s *Spec) (*Result, string, string) {
 		t.Fatalf("Run: %+v, Ended: %+v; the output grew after Ended", r, early)
 	}
 	return r, outThen, errThen
+}
+
+// beginOnOutput passes output on to w, and closes begun at its first
+// write: as a Spec's Begin, it starts the timeout once the command has
+// shown that it runs, however long a loaded machine took to start it.
+type beginOnOutput struct {
+	w     io.Writer
+	begun chan struct{}
+	once  sync.Once
+}
+
+func newBeginOnOutput() *beginOnOutput { return &beginOnOutput{begun: make(chan struct{})} }
+
+func (b *beginOnOutput) Write(p []byte) (int, error) {
+	b.once.Do(func() { close(b.begun) })
+	return b.w.Write(p)
 }
 
 // Without an exit code in the report, Ended waits for init: its exit code,

@@ -139,16 +139,19 @@ func children() []string {
 // A warm jail's timeout starts with its work, not with its birth; an
 // execution that runs over it is killed like any other.
 func TestPoolTimeoutAndIdle(t *testing.T) {
-	p := jsPool(t, PoolOptions{Size: 1, Idle: 300 * time.Millisecond}, time.Second)
+	// 3 s: a loaded machine took over a second to print the busy loop's
+	// first line.
+	const timeout = 3 * time.Second
+	p := jsPool(t, PoolOptions{Size: 1, Idle: 300 * time.Millisecond}, timeout)
 	defer p.Close()
-	time.Sleep(1200 * time.Millisecond) // longer than the timeout: the ready jail must not have died of it
+	time.Sleep(timeout + 200*time.Millisecond) // longer than the timeout: the ready jail must not have died of it
 	x, err := p.Run(context.Background(), []byte("return 'ok'"), "-")
 	if err != nil || string(x.Result) != `"ok"` {
 		t.Fatalf("%v %+v", err, x)
 	}
 	// The output is kept whoever stops the loop. The worker's own stop (and
-	// its TimeoutError) comes 200 ms before the jail's kill at this 1 s
-	// timeout, a margin a loaded machine may eat: either is right here.
+	// its TimeoutError) comes shortly before the jail's kill, a margin a
+	// loaded machine may eat: either is right here.
 	x, err = p.Run(context.Background(), []byte("console.log('start');\nfor (;;) {}"), "-")
 	if err != nil || x.ExitCode != jail.ExitTimeout || x.Stdout != "start\n" || x.Error != nil && x.Error.Name != "TimeoutError" {
 		t.Fatalf("busy loop: %v %+v", err, x)
