@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cruciblehq/crucible/secrets"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,10 +55,8 @@ type server struct {
 	name   string
 	cfg    Server
 	log    *slog.Logger
-	redact *strings.Replacer // for the code: credentials and host paths
-	// redactSecrets, for the operator's log: credentials only.
-	redactSecrets *strings.Replacer
-	client        *mcp.Client
+	redact *redaction
+	client *mcp.Client
 	// life ends when the bridge closes: it stops a start in progress.
 	life context.Context
 	end  context.CancelFunc
@@ -75,7 +75,7 @@ type server struct {
 func newServer(name string, cfg Server, home string, log *slog.Logger) *server {
 	s := &server{name: name, cfg: cfg, log: log, backoff: firstBackoff}
 	s.life, s.end = context.WithCancel(context.Background())
-	s.redact, s.redactSecrets = redactor(cfg, home), secretsRedactor(cfg)
+	s.redact = redactor(cfg, home)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"},
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -86,21 +86,54 @@ func newServer(name string, cfg Server, home string, log *slog.Logger) *server {
 	return s
 }
 
-// redactor replaces what must not reach the code: the values of the
-// server's environment and headers (its credentials), its command's path,
-// its working directory and the host's home directory. Longer strings go
-// first, so that a path inside the home is replaced whole.
-func redactor(cfg Server, home string) *strings.Replacer {
-	return replacer(append(secretPairs(cfg), pathPairs(cfg, home)...))
+// redactor is what must not reach the code: the server's credentials (its
+// environment's and headers' values, what its URL holds of a key), its
+// command's path, its working directory and the host's home directory.
+func redactor(cfg Server, home string) *redaction {
+	r := &redaction{verbatim: replacer(secretPairs(cfg)), paths: replacer(pathPairs(cfg, home))}
+	// Every other form of a credential (percent, hex, base64 at any
+	// alignment, JSON escapes) becomes a random token in that form:
+	// secrets' matchers know them, as the egress proxy's reverse swap does.
+	values := map[string][]byte{}
+	for i, v := range credentials(cfg) {
+		if len(v) >= secrets.MinLen && len(v) <= secrets.MaxLen {
+			values[strconv.Itoa(i)] = []byte(v)
+		}
+	}
+	if len(values) > 0 {
+		// Only a clash of placeholders, drawn at random, could fail it:
+		// then the verbatim pass alone stands.
+		r.forms, _ = secrets.New(values)
+	}
+	return r
 }
 
-// secretsRedactor replaces the server's credentials alone: for the
-// operator's log, which may name the host's paths but no secret.
-func secretsRedactor(cfg Server) *strings.Replacer { return replacer(secretPairs(cfg)) }
+// redaction redacts a server's messages: for the code, its credentials and
+// the host's paths; for the operator's log, its credentials alone.
+type redaction struct {
+	verbatim *strings.Replacer // credentials as written, and a URL with a key
+	forms    *secrets.Set      // credentials in every other form; nil for none
+	paths    *strings.Replacer
+}
+
+// Replace redacts s for the code.
+func (r *redaction) Replace(s string) string { return r.paths.Replace(r.credentials(s)) }
+
+// ForLog redacts s for the operator's log, which may name the host's paths.
+func (r *redaction) ForLog(s string) string { return r.credentials(s) }
+
+func (r *redaction) credentials(s string) string {
+	s = r.verbatim.Replace(s) // first: "[redacted]" reads better than a token
+	if r.forms != nil {
+		s = r.forms.RedactString(s)
+	}
+	return s
+}
 
 type pair struct{ old, new string }
 
-// replacer replaces each pair's old by its new, the longest first.
+// replacer replaces each pair's old by its new, the longest first (a path
+// inside the home is replaced whole).
 func replacer(ps []pair) *strings.Replacer {
 	sort.SliceStable(ps, func(i, j int) bool { return len(ps[i].old) > len(ps[j].old) })
 	var args []string
@@ -110,34 +143,42 @@ func replacer(ps []pair) *strings.Replacer {
 	return strings.NewReplacer(args...)
 }
 
-// secretPairs are the server's credentials: its env and headers' values,
-// and what its URL holds of a key.
-func secretPairs(cfg Server) []pair {
-	var ps []pair
+// minRedacted is the shortest value redacted: a shorter one would mangle
+// more than it hides.
+const minRedacted = 6
+
+// credentials are the server's credentials: its env and headers' values,
+// and its URL's password and query values.
+func credentials(cfg Server) []string {
+	var vs []string
 	for _, v := range cfg.Env {
-		if len(v) >= 6 {
-			ps = append(ps, pair{v, "[redacted]"})
-		}
+		vs = append(vs, v)
 	}
 	for _, v := range cfg.Headers {
-		if len(v) >= 6 {
-			ps = append(ps, pair{v, "[redacted]"})
+		vs = append(vs, v)
+	}
+	if u, err := url.Parse(cfg.URL); err == nil {
+		if p, ok := u.User.Password(); ok {
+			vs = append(vs, p)
+		}
+		for _, q := range u.Query() {
+			vs = append(vs, q...)
 		}
 	}
-	// A URL's query and userinfo may hold a key: the URL as written (which
-	// errors quote) becomes its origin and path, and each such value goes.
+	slices.Sort(vs) // maps' order is random; the placeholders' names need not be
+	return slices.DeleteFunc(slices.Compact(vs), func(v string) bool { return len(v) < minRedacted })
+}
+
+// secretPairs replace the server's credentials as written; the URL as
+// written (which errors quote) becomes its origin and path when it holds
+// a key.
+func secretPairs(cfg Server) []pair {
+	var ps []pair
+	for _, v := range credentials(cfg) {
+		ps = append(ps, pair{v, "[redacted]"}, pair{url.QueryEscape(v), "[redacted]"})
+	}
 	if u, err := url.Parse(cfg.URL); err == nil && (u.RawQuery != "" || u.User != nil) {
 		ps = append(ps, pair{cfg.URL, u.Scheme + "://" + u.Host + u.Path})
-		if p, ok := u.User.Password(); ok && len(p) >= 6 {
-			ps = append(ps, pair{p, "[redacted]"})
-		}
-		for _, vs := range u.Query() {
-			for _, v := range vs {
-				if len(v) >= 6 {
-					ps = append(ps, pair{v, "[redacted]"}, pair{url.QueryEscape(v), "[redacted]"})
-				}
-			}
-		}
 	}
 	return ps
 }
@@ -308,7 +349,7 @@ func (s *server) fail(err error) {
 	if s.cfg.Command == "" {
 		what = []any{"url", origin(s.cfg.URL)} // its query may hold a key
 	}
-	s.log.Warn("tool server failed", append(what, "failures", s.failures, "err", s.redactSecrets.Replace(err.Error()))...)
+	s.log.Warn("tool server failed", append(what, "failures", s.failures, "err", s.redact.ForLog(err.Error()))...)
 }
 
 // drop forgets sess if it is still the current session, and closes it.

@@ -2,6 +2,8 @@ package toolbridge
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -108,6 +110,10 @@ func testServer(home string, canCrash bool) *mcp.Server {
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return text(`{"token": "token=` + os.Getenv("CANARY") + `", "n": 4242424}`), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "leak_encoded", Description: "Returns its token, encoded."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return text(strings.Join(encodings(os.Getenv("CANARY")), "\n")), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "environ", Description: "Lists its environment's names."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			var names []string
@@ -144,4 +150,20 @@ func testServer(home string, canCrash bool) *mcp.Server {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "hello"}}}, nil
 		})
 	return s
+}
+
+// encodings are v as a server may echo it: base64 (standard and URL-safe,
+// at each alignment inside a longer text), hex, percent-encoded, escaped
+// in a JSON string.
+func encodings(v string) []string {
+	var out []string
+	for _, pre := range []string{"", "x", "xy"} {
+		out = append(out, base64.StdEncoding.EncodeToString([]byte(pre+v+"?>")), base64.RawURLEncoding.EncodeToString([]byte(pre+v+"?>")))
+	}
+	var pct, js strings.Builder
+	for i := range len(v) {
+		fmt.Fprintf(&pct, "%%%02X", v[i])
+		fmt.Fprintf(&js, `\u%04x`, v[i])
+	}
+	return append(out, hex.EncodeToString([]byte(v)), strings.ToUpper(hex.EncodeToString([]byte(v))), pct.String(), `"`+js.String()+`"`)
 }

@@ -277,6 +277,14 @@ func TestRedaction(t *testing.T) {
 	if got := mustCall(t, s, "go", "leak", `{}`); got != `{"n":4242424,"token":"token=[redacted]"}` {
 		t.Errorf("leak = %s", got)
 	}
+	// Encoded, it is redacted as well: every form the secrets package
+	// knows.
+	got := mustCall(t, s, "go", "leak_encoded", `{}`)
+	for _, enc := range encodings(canary) {
+		if strings.Contains(got, enc) {
+			t.Errorf("leak_encoded holds %q: %s", enc, got)
+		}
+	}
 	_, err := call(t, s, "go", "fail", `{}`)
 	var te *ToolError
 	if !errors.As(err, &te) {

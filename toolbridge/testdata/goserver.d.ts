@@ -42,6 +42,8 @@ declare namespace tools {
       /** a file under ~; the token is [redacted] */
       path?: string;
     }): Promise<unknown>;
+    /** Returns its token, encoded. */
+    function leak_encoded(args?: Record<string, unknown>): Promise<unknown>;
     /** Returns its process id. */
     function pid(args?: Record<string, unknown>): Promise<unknown>;
     /** Returns structured content. */
