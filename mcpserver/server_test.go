@@ -143,6 +143,21 @@ func execute(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.Cal
 	return res, &out
 }
 
+// searchTools calls search_tools with query at detail ("" for the
+// default), which must answer.
+func searchTools(t *testing.T, cs *mcp.ClientSession, query, detail string) string {
+	t.Helper()
+	args := map[string]any{"query": query}
+	if detail != "" {
+		args["detail"] = detail
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("search %q: %v %q", query, err, text(res))
+	}
+	return text(res)
+}
+
 func text(r *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range r.Content {
@@ -674,17 +689,7 @@ func TestSearchAPIs(t *testing.T) {
 			Secrets: []string{"WEATHER_KEY"}, Docs: docs}}
 	})
 	cs := connect(t, s)
-	search := func(q, detail string) string {
-		args := map[string]any{"query": q}
-		if detail != "" {
-			args["detail"] = detail
-		}
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
-		if err != nil || res.IsError {
-			t.Fatalf("search %q: %v %q", q, err, text(res))
-		}
-		return text(res)
-	}
+	search := func(q, detail string) string { return searchTools(t, cs, q, detail) }
 	if got := search("", ""); !strings.Contains(got, "weather: Forecasts and alerts.") {
 		t.Errorf("the empty query does not list the API:\n%s", got)
 	}

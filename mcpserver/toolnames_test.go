@@ -6,7 +6,6 @@ package mcpserver
 // shown fails ("'sum' is not defined").
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,8 +14,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
@@ -47,18 +44,7 @@ var shownName = regexp.MustCompile(`(?m)^tools\.ev\.([^\s(]+)`)
 func TestSearchNamesCallable(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	cs := connect(t, everythingServer(t))
-	search := func(q, detail string) string {
-		t.Helper()
-		args := map[string]any{"query": q}
-		if detail != "" {
-			args["detail"] = detail
-		}
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: args})
-		if err != nil || res.IsError {
-			t.Fatalf("search %q: %v %q", q, err, text(res))
-		}
-		return text(res)
-	}
+	search := func(q, detail string) string { return searchTools(t, cs, q, detail) }
 
 	res, out := execute(t, cs, map[string]any{"code": `return (await tools.list()).map((t) => t.js_name).sort()`})
 	var callable []string

@@ -35,11 +35,17 @@ os.close(3)
 // runPy runs src as a one-shot Python program with cfg.
 func runPy(t *testing.T, cfg *config.Config, src string) *Result {
 	t.Helper()
-	prog, err := Program(cfg, "py", []byte(src), "-")
+	return runOneShot(t, cfg, "py", src, Options{})
+}
+
+// runOneShot runs src, of language, as a one-shot program with cfg and o.
+func runOneShot(t *testing.T, cfg *config.Config, language, src string, o Options) *Result {
+	t.Helper()
+	prog, err := Program(cfg, language, []byte(src), "-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), cfg, prog, Options{})
+	res, err := Run(context.Background(), cfg, prog, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -53,15 +52,8 @@ print("answers", got)
 				testenv.Missing(t, "needs python3 at runtimes.python (apt-get install python3)")
 			}
 			var trail syncBuffer
-			prog, err := Program(cfg, tc.lang, []byte(tc.src), "-")
-			if err != nil {
-				t.Fatal(err)
-			}
 			w := audit.New(&trail)
-			res, err := Run(context.Background(), cfg, prog, Options{Audit: w})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runOneShot(t, cfg, tc.lang, tc.src, Options{Audit: w})
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -26,17 +25,7 @@ func TestResultOverLimit(t *testing.T) {
 			if tc.lang == "py" && unix.Access(cfg.Runtimes.Python, unix.X_OK) != nil {
 				testenv.Missing(t, "needs python3 at runtimes.python (apt-get install python3)")
 			}
-			run := func(src string) *Result {
-				prog, err := Program(cfg, tc.lang, []byte(src), "-")
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := Run(context.Background(), cfg, prog, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return res
-			}
+			run := func(src string) *Result { return runOneShot(t, cfg, tc.lang, src, Options{}) }
 			res := run(tc.big)
 			if res.Error == nil || !strings.Contains(res.Error.Message, "sandbox.max_output") || !strings.Contains(res.Error.Message, "64KiB") {
 				t.Fatalf("a result over the limit: error %+v, want one naming sandbox.max_output and 64KiB", res.Error)

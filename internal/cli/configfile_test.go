@@ -117,17 +117,7 @@ func TestConfigServe(t *testing.T) {
 // stderr is the command's own); a bad config stops them before any jail,
 // which needs no root to see.
 func TestConfigExec(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	t.Setenv("CRUCIBLE_CONFIG", "")
-	user := filepath.Join(dir, "crucible", "crucible.yaml")
-	if err := os.MkdirAll(filepath.Dir(user), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(user, []byte("sandbox:\n  pids: 0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	user := userConfig(t, "sandbox:\n  pids: 0\n")
 	for _, args := range [][]string{{"exec", "--", "true"}, {"run", "-"}} {
 		code, _, errs := run(t, "1", args...)
 		if code != ExitUsage || !strings.Contains(errs, user+":2: sandbox.pids") {
@@ -163,17 +153,7 @@ func TestAttackPlantedConfig(t *testing.T) {
 // user's (or root's) and not writable by everyone: a config directory
 // shared by mistake would otherwise let anyone set the sandbox's policy.
 func TestConfigFoundNotYours(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	t.Setenv("XDG_CONFIG_HOME", dir)
-	t.Setenv("CRUCIBLE_CONFIG", "")
-	user := filepath.Join(dir, "crucible", "crucible.yaml")
-	if err := os.MkdirAll(filepath.Dir(user), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(user, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	user := userConfig(t, "")
 	if err := os.Chmod(user, 0o666); err != nil { // past the umask
 		t.Fatal(err)
 	}
@@ -197,4 +177,22 @@ func TestConfigNoHome(t *testing.T) {
 	if code != ExitOK || !strings.Contains(errs, "neither $XDG_CONFIG_HOME nor $HOME is set") || strings.Contains(errs, "none at )") {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
+}
+
+// userConfig writes text as the user's crucible.yaml, in a config directory
+// of the test's, from which the test then runs; it returns its path.
+func userConfig(t *testing.T, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	t.Setenv("CRUCIBLE_CONFIG", "")
+	user := filepath.Join(dir, "crucible", "crucible.yaml")
+	if err := os.MkdirAll(filepath.Dir(user), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(user, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return user
 }
