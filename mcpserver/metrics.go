@@ -52,6 +52,9 @@ type histogram struct {
 type funcMetric struct {
 	name, help, typ string
 	f               func() float64
+	// Or, for a family with one label, its value by the label's.
+	label string
+	by    func() map[string]float64
 }
 
 func newMetrics(servers []string) *metrics {
@@ -74,14 +77,22 @@ func newMetrics(servers []string) *metrics {
 func (m *metrics) gauge(name, help string, f func() float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.funcs = append(m.funcs, funcMetric{name, help, "gauge", f})
+	m.funcs = append(m.funcs, funcMetric{name: name, help: help, typ: "gauge", f: f})
 }
 
 // counter registers a counter read when scraped.
 func (m *metrics) counter(name, help string, f func() float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.funcs = append(m.funcs, funcMetric{name, help, "counter", f})
+	m.funcs = append(m.funcs, funcMetric{name: name, help: help, typ: "counter", f: f})
+}
+
+// counterBy registers a counter with one label, its values by the label's,
+// read when scraped.
+func (m *metrics) counterBy(name, help, label string, f func() map[string]float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.funcs = append(m.funcs, funcMetric{name: name, help: help, typ: "counter", label: label, by: f})
 }
 
 // add adds v to the series of the label values; the caller holds m.mu.
@@ -185,7 +196,14 @@ func (m *metrics) families() []family {
 	// The funcs take locks of their own: call them outside m.mu.
 	for _, fm := range funcs {
 		f := family{name: fm.name, help: fm.help, typ: fm.typ}
-		f.add("", "", fm.f())
+		if fm.by == nil {
+			f.add("", "", fm.f())
+		} else {
+			values := fm.by()
+			for _, k := range slices.Sorted(maps.Keys(values)) {
+				f.add("", "{"+fm.label+`="`+labelEscaper.Replace(k)+`"}`, values[k])
+			}
+		}
 		fams = append(fams, f)
 	}
 	fams = append(fams, runtimeFamilies()...)

@@ -157,6 +157,14 @@ func TestMetricsScrape(t *testing.T) {
 	if got := value(fams, "crucible_workspaces"); got != 1 {
 		t.Errorf("workspaces %v", got)
 	}
+	if f := fams["crucible_pool_misses_total"]; f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != len(s.pools) {
+		t.Errorf("pool misses: %v; want a counter per pool", f)
+	}
+	for l, p := range s.pools {
+		if got := value(fams, "crucible_pool_misses_total", "language", l); got != float64(p.Stats().Cold) {
+			t.Errorf("pool misses of %s: %v, want %d", l, got, p.Stats().Cold)
+		}
+	}
 
 	h := fams["crucible_execution_duration_seconds"].Metric[0].Histogram
 	b := h.GetBucket()

@@ -194,6 +194,13 @@ func New(o Options) (*Server, error) {
 		s.stats.gauge("crucible_pool_ready", "Warm jails waiting for work.", poolCount(func(st sandbox.PoolStats) int64 { return int64(st.Ready) }))
 		s.stats.counter("crucible_pool_warm_total", "Executions in a fresh workspace that found a warm jail ready.", poolCount(func(st sandbox.PoolStats) int64 { return st.Warm }))
 		s.stats.counter("crucible_pool_cold_total", "Executions in a fresh workspace that waited for their jail to be built.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
+		s.stats.counterBy("crucible_pool_misses_total", "Executions that found no warm jail of their language ready, by language.", "language", func() map[string]float64 {
+			m := map[string]float64{}
+			for l, p := range s.pools {
+				m[l] = float64(p.Stats().Cold)
+			}
+			return m
+		})
 	}
 	if s.sessionful, err = s.newMCP(false); err == nil {
 		s.stateless, err = s.newMCP(true)
