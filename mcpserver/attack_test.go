@@ -529,9 +529,16 @@ func TestAttackSkills(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dir, "p.ts")); err == nil {
 		t.Error("the planted link is in the skills directory")
 	}
-	// delete_skill of a directory that looks like a skill.
-	if r := call("delete_skill", map[string]any{"name": "sub.ts"}); !r.IsError {
-		t.Logf("note: delete_skill removed an (empty) directory named like a skill")
+	// delete_skill of a directory that looks like a skill: refused, and
+	// said so; the directory stays.
+	if r := call("delete_skill", map[string]any{"name": "sub.ts"}); !r.IsError || !strings.Contains(text(r), "not a skill") || strings.Contains(text(r), dir) {
+		t.Errorf("delete_skill of a directory: %q", text(r))
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "sub.ts")); err != nil || !fi.IsDir() {
+		t.Errorf("delete_skill removed a directory named like a skill: %v", err)
+	}
+	if r := call("delete_skill", map[string]any{"name": "gone.ts"}); !r.IsError || !strings.Contains(text(r), `no skill "gone.ts"`) {
+		t.Errorf("delete_skill of nothing: %q", text(r))
 	}
 }
 

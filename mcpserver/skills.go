@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,7 +78,7 @@ func readSkill(dir, name string) ([]byte, error) {
 	}
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("no skill %q", name)
+		return nil, skillError(name, "read", err)
 	}
 	defer f.Close()
 	var b bytes.Buffer
@@ -209,14 +210,33 @@ func (s *Server) deleteSkill(_ context.Context, req *mcp.CallToolRequest, in del
 	if !skillName().MatchString(in.Name) {
 		return nil, nil, fmt.Errorf("name %q is not a skill name", truncate(in.Name, 80))
 	}
-	if err := os.Remove(filepath.Join(s.cfg.Serve.Skills, in.Name)); err != nil {
-		return nil, nil, fmt.Errorf("no skill %q", in.Name)
+	// unlink, not os.Remove: a directory named like a skill is no skill,
+	// and is left alone.
+	if err := syscall.Unlink(filepath.Join(s.cfg.Serve.Skills, in.Name)); err != nil {
+		return nil, nil, skillError(in.Name, "deleted", err)
 	}
 	_ = s.o.Audit.Log(audit.Skill{Op: "delete", Name: in.Name, Client: clientOf(req)})
 	for _, srv := range []*mcp.Server{s.sessionful, s.stateless} {
 		srv.RemoveResources(skillURI(in.Name))
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Deleted."}}}, nil, nil
+}
+
+// skillError says why skill name could not be read or deleted (what), by
+// its errno alone: the error's path is the host's.
+func skillError(name, what string, err error) error {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no skill %q", name)
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EISDIR):
+		// A link (O_NOFOLLOW), a directory (unlink): not a skill, which is
+		// a regular file.
+		return fmt.Errorf("%q is not a skill: not a regular file", name)
+	case errors.As(err, &errno):
+		return fmt.Errorf("skill %q could not be %s: %w", name, what, errno)
+	}
+	return fmt.Errorf("skill %q could not be %s", name, what)
 }
 
 // breaksLine reports whether r may end a line to some reader (JavaScript
