@@ -14,6 +14,7 @@
 package workspace
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -98,10 +99,10 @@ func Open(o Options) (*Set, error) {
 	if o.Root == "" {
 		o.Root = filepath.Join(os.TempDir(), "crucible-workspaces-"+strconv.Itoa(os.Geteuid()))
 	}
-	o.TTL = cmpOr(o.TTL, 30*time.Minute)
-	o.PerClient = cmpOr(o.PerClient, 32)
-	o.Total = cmpOr(o.Total, 256)
-	o.Owner = cmpOr(o.Owner, nobody)
+	o.TTL = cmp.Or(o.TTL, 30*time.Minute)
+	o.PerClient = cmp.Or(o.PerClient, 32)
+	o.Total = cmp.Or(o.Total, 256)
+	o.Owner = cmp.Or(o.Owner, nobody)
 	inst, err := openInstance(o.Root)
 	if err != nil {
 		return nil, err
@@ -111,14 +112,6 @@ func Open(o Options) (*Set, error) {
 
 // nobody is the default owner of a workspace's directory.
 const nobody = 65534
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
 
 // TTL is how long an idle workspace lives.
 func (s *Set) TTL() time.Duration { return s.o.TTL }
