@@ -18,35 +18,52 @@ import (
 // supports idmapped mounts (ext4, xfs, btrfs, tmpfs, overlayfs, ...); on error
 // the caller binds dir as it is.
 func idmappedBind(dir string) (int, error) {
-	// Not through a symlink: the jail may have planted one in a directory
-	// that the operator later hands over as a workspace, and the idmap
-	// would give it the owner's rights on wherever the link points.
+	fd, st, err := cloneDir(dir)
+	if err != nil {
+		return -1, err
+	}
+	if err := idmap(fd, st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// cloneDir returns a detached bind mount of the directory dir, and dir's
+// owner. Not through a symlink: the jail may have planted one in a
+// directory that the operator later hands over as a workspace, and the
+// idmap would give it the owner's rights on wherever the link points.
+func cloneDir(dir string) (int, *unix.Stat_t, error) {
 	dfd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
-		return -1, fmt.Errorf("opening the workspace: %w", err)
+		return -1, nil, fmt.Errorf("opening the workspace: %w", err)
 	}
 	defer unix.Close(dfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(dfd, &st); err != nil {
-		return -1, err
-	}
-	ns, err := idmapNamespace(int(st.Uid), int(st.Gid))
-	if err != nil {
-		return -1, err
+		return -1, nil, err
 	}
 	fd, err := unix.OpenTree(dfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return -1, fmt.Errorf("open_tree: %w", err)
+		return -1, nil, fmt.Errorf("open_tree: %w", err)
+	}
+	return fd, &st, nil
+}
+
+// idmap makes the detached mount fd show st's owner as the sandbox user.
+func idmap(fd int, st *unix.Stat_t) error {
+	ns, err := idmapNamespace(int(st.Uid), int(st.Gid))
+	if err != nil {
+		return err
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns)}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("mount_setattr(MOUNT_ATTR_IDMAP): %w", err)
+		return fmt.Errorf("mount_setattr(MOUNT_ATTR_IDMAP): %w", err)
 	}
-	return fd, nil
+	return nil
 }
 
 // idmapNamespaces caches, per owner, a user namespace that maps the owner's

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cruciblehq/crucible/violation"
@@ -59,11 +60,17 @@ type Spec struct {
 	Env  []string // the command's whole environment, "K=V"
 	Dir  string   // working directory inside the jail; default /workspace
 
-	Workspace     string   // host directory bound read-write at /workspace; "" means a fresh tmpfs
-	WorkspaceSize int64    // size of the tmpfs workspace when Workspace is ""
-	ReadOnly      []string // extra host paths bound read-only at the same path
-	Skills        string   // a host directory bound read-only at SkillsDir; "" none
-	TmpSize       int64    // size of the tmpfs at /tmp
+	Workspace     string // host directory bound read-write at /workspace; "" means a fresh tmpfs
+	WorkspaceSize int64  // size of the tmpfs workspace when Workspace is "" and Late is nil
+	// Late, if not nil, binds the workspace once the jail runs (Workspace
+	// is then ""): until the caller's Late.Bind, /workspace is an empty,
+	// read-only directory, so that nothing the command does before its
+	// work arrives reaches any workspace. A command whose working
+	// directory is /workspace enters it again once its work arrives.
+	Late     *LateWorkspace
+	ReadOnly []string // extra host paths bound read-only at the same path
+	Skills   string   // a host directory bound read-only at SkillsDir; "" none
+	TmpSize  int64    // size of the tmpfs at /tmp
 
 	Timeout   time.Duration // wall time, from the start, or from Begin
 	Memory    int64         // bytes, memory+swap
@@ -221,3 +228,18 @@ const (
 	StatusOK      = "ok"
 	StatusMissing = "missing"
 )
+
+// LateWorkspace binds the workspace of a jail that is already running
+// (Spec.Late): make one per jail with NewLateWorkspace, and Bind it once.
+type LateWorkspace struct {
+	mu     sync.Mutex
+	ctrl   int           // the jail's control socket; -1 before it runs and once it is over
+	sent   bool          // Bind has sent its mount
+	answer chan string   // init's word on it: "" bound, else why not
+	over   chan struct{} // closed when the jail is over
+}
+
+// NewLateWorkspace makes a LateWorkspace for one jail.
+func NewLateWorkspace() *LateWorkspace {
+	return &LateWorkspace{ctrl: -1, answer: make(chan string, 1), over: make(chan struct{})}
+}

@@ -139,7 +139,13 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 		defer x.cg.destroy()
 	}
 
+	defer s.Late.end() // if it never ran
 	rootless := os.Geteuid() != 0
+	if s.Late != nil && (rootless || s.Workspace != "") {
+		// Rootless, there is no mount of the host's to hand over.
+		return nil, &SetupError{Layer: "workspace", Msg: "a workspace bound late needs root and no Workspace",
+			Fix: "run crucible as root"}
+	}
 	if rootless && s.Network != nil {
 		// Entering the jail's network namespace to create its tun device
 		// takes CAP_SYS_ADMIN in ours.
@@ -148,7 +154,7 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	}
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
-		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: childFiles(s.Files),
+		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, LateWorkspace: s.Late != nil, Files: childFiles(s.Files),
 		ReadOnly: s.ReadOnly, Skills: s.Skills, Self: s.Self, TmpSize: s.TmpSize,
 		Rootless: rootless,
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
@@ -168,7 +174,10 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	if err := x.start(s, cs); err != nil {
 		return nil, err
 	}
-	defer unix.Close(x.ctrl)
+	defer func() {
+		s.Late.end() // Bind no longer sends on ctrl
+		unix.Close(x.ctrl)
+	}()
 	// outcome is the Result; reported, if not nil, is the command's exit as
 	// its own report gave it, before init's (see endEarly).
 	outcome := func(reported *exitStatus) (*Result, error) {
@@ -427,6 +436,10 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		_, _ = specW.Write(spec)
 		specW.Close()
 	}()
+	if s.Late != nil {
+		x.mon.late = s.Late
+		s.Late.start(x.ctrl)
+	}
 	if taker != nil {
 		taker.UseStdinPipe(takerW)
 	}
@@ -890,6 +903,7 @@ type monitor struct {
 	degraded []string
 	exit     *exitStatus
 
+	late      *LateWorkspace // told when init has bound it
 	serveStop context.CancelFunc
 	serveDone chan struct{}
 	exited    chan struct{} // closed when exit is set
@@ -928,27 +942,16 @@ func (m *monitor) read(fd int) {
 		case msg.Exit != nil:
 			m.exit = msg.Exit
 			close(m.exited)
+		case msg.Bound != nil:
+			if m.late != nil {
+				m.late.bound(*msg.Bound)
+			}
 		case msg.Listener:
-			if fd, ok := parseFD(oob[:oobn]); ok && m.serveDone == nil {
+			if fd, ok := receivedFD(oob[:oobn]); ok && m.serveDone == nil {
 				m.serve(fd)
 			}
 		}
 	}
-}
-
-func parseFD(oob []byte) (int, bool) {
-	cms, err := unix.ParseSocketControlMessage(oob)
-	if err != nil || len(cms) != 1 {
-		return -1, false
-	}
-	fds, err := unix.ParseUnixRights(&cms[0])
-	if err != nil || len(fds) != 1 {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return -1, false
-	}
-	return fds[0], true
 }
 
 // serve answers every denied syscall with EPERM and records it.

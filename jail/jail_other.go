@@ -11,3 +11,6 @@ func Run(ctx context.Context, s *Spec) (*Result, error) { return nil, ErrUnsuppo
 func Diagnose(ctx context.Context) []Check {
 	return []Check{{Feature: "operating system", Status: StatusMissing, Required: true, Detail: "the jail needs Linux"}}
 }
+
+// Bind reports that the jail needs Linux.
+func (l *LateWorkspace) Bind(dir string) error { return ErrUnsupported }

@@ -38,3 +38,6 @@ func childFiles(files []File) []child.File {
 
 // encodeFilter packs a seccomp program for childSpec.Filter.
 var encodeFilter = child.EncodeFilter
+
+// receivedFD is the one descriptor a control message carries.
+var receivedFD = child.ReceivedFD

@@ -153,13 +153,14 @@ func jailCgroups(pid int) []string {
 }
 
 // Attack: read the host's secrets and home directories. The jail's /etc is
-// synthesized and the host's /root, /home, /var, /run, /sys are not there.
+// synthesized and the host's /root, /home, /var, /run, /sys are not there
+// (the jail's /run is its own, and holds only the workspace).
 func TestAttackHostSecretFiles(t *testing.T) {
 	requireRoot(t)
 	paths := []string{"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/root", "/home",
-		"/var", "/run", "/sys", "/boot", "/proc/1/root/etc/shadow"}
-	r := jailed(t, nil, append([]string{"/bin/sh", "-c", `for p in "$@"; do if [ -e "$p" ]; then echo "VISIBLE $p"; fi; done; cat /etc/shadow; echo done`, "sh"}, paths...)...)
-	if r.Stdout != "done\n" {
+		"/var", "/run/user", "/run/systemd", "/run/lock", "/sys", "/boot", "/proc/1/root/etc/shadow"}
+	r := jailed(t, nil, append([]string{"/bin/sh", "-c", `for p in "$@"; do if [ -e "$p" ]; then echo "VISIBLE $p"; fi; done; cat /etc/shadow; ls -A /run; echo done`, "sh"}, paths...)...)
+	if r.Stdout != "workspace\ndone\n" {
 		t.Errorf("host paths visible in the jail:\n%s", dump(r))
 	}
 	if !strings.Contains(r.Stderr, "/etc/shadow: No such file or directory") {
@@ -479,7 +480,7 @@ for l in st.splitlines():
 p.kill(); p.wait()
 if "/usr/bin/mount" in cands:
     rc = subprocess.run(["mount", "-t", "tmpfs", "none", "/workspace"], stderr=subprocess.DEVNULL).returncode
-    print("mount rc=%d mounts=%d" % (rc, sum(" /workspace " in l for l in open("/proc/self/mounts"))))
+    print("mount rc=%d mounts=%d" % (rc, sum(" /run/workspace " in l for l in open("/proc/self/mounts"))))
 `, nil)
 	if strings.Contains(r.Stdout, "no setuid binary") {
 		testenv.Missing(t, "no setuid binary under /usr to try (install mount, su or passwd)")
@@ -490,7 +491,8 @@ if "/usr/bin/mount" in cands:
 			t.Errorf("the setuid binary's status lacks %q:\n%s", w, dump(r))
 		}
 	}
-	// 32: mount(8) failed; /workspace is still mounted once.
+	// 32: mount(8) failed; the workspace is still mounted once (/workspace
+	// is a symlink to /run/workspace).
 	if strings.Contains(r.Stdout, "mount rc=") && !strings.Contains(r.Stdout, "mount rc=32 mounts=1\n") {
 		t.Errorf("the setuid mount(8) mounted:\n%s", dump(r))
 	}

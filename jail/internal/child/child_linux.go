@@ -130,6 +130,10 @@ func initMain() int {
 		return fail("network", "bringing up lo: %v", err)
 	}
 
+	if s.LateWorkspace {
+		// Before the command starts: a mount sent early waits in the socket.
+		go bindLate()
+	}
 	resultFD := s.ResultFD // init's copy of the command's result pipe
 	var pid, code int
 	if s.Rootless {

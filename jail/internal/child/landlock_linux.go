@@ -3,6 +3,7 @@ package child
 import (
 	"errors"
 	"fmt"
+	"path"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,7 +78,7 @@ func restrictFS() error {
 		{"/", llReadOnly},
 		{"/proc", llReadOnly | fileRW},
 		{"/tmp", handled},
-		{"/workspace", handled},
+		{path.Dir(workspaceDir), handled}, // see workspaceDir
 	}
 	for _, n := range devNodes {
 		rules = append(rules, struct {

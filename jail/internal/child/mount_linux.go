@@ -24,6 +24,15 @@ var rootLinks = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 // only, without which awk, editor, ... do not resolve).
 var etcBinds = []string{"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/alternatives"}
 
+// workspaceDir is where the workspace is mounted, in a directory of its
+// own: /workspace is a symlink to it. Landlock skips a mount point that a
+// mount covers when it walks up from a file, so the rule that lets the
+// command write its workspace is on the parent, /run, which holds nothing
+// else. A rule on the mount's own root would have to be made after the
+// mount, and a workspace bound late (Spec.LateWorkspace) is mounted after
+// the command has its Landlock domain.
+const workspaceDir = "/run/workspace"
+
 // devNodes are bound from the host; a user namespace cannot mknod.
 var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
@@ -95,7 +104,7 @@ func setupRoot(s *Spec) error {
 		binds = append(binds, &bind{src: exe, dst: s.Self[1:], what: "this binary"})
 	}
 	if s.Workspace != "" {
-		b := &bind{src: s.Workspace, dst: "workspace", what: "the workspace", rw: true, fd: -1}
+		b := &bind{src: s.Workspace, dst: workspaceDir[1:], what: "the workspace", rw: true, fd: -1}
 		if s.WorkspaceFD > 0 {
 			b.fd = s.WorkspaceFD // idmapped by the supervisor
 		}
@@ -138,10 +147,13 @@ func setupRoot(s *Spec) error {
 	}
 	at := func(rel string) string { return path.Join(staging, rel) }
 
-	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "workspace"} {
+	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "run", workspaceDir[1:]} {
 		if err := os.Mkdir(at(d), 0o755); err != nil {
 			return err
 		}
+	}
+	if err := os.Symlink(workspaceDir, at("workspace")); err != nil {
+		return err
 	}
 	for _, l := range links {
 		if err := os.Symlink(l[1], at(l[0])); err != nil {
@@ -173,7 +185,7 @@ func setupRoot(s *Spec) error {
 	if err := unix.Mount("tmpfs", at("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
 		return fmt.Errorf("mounting /tmp: %w", err)
 	}
-	if s.Workspace == "" {
+	if s.Workspace == "" && !s.LateWorkspace {
 		// Owned by the command: SandboxUID here, or, rootless, our 0, which
 		// the command's nested user namespace maps to SandboxUID.
 		owner := SandboxUID
@@ -181,7 +193,7 @@ func setupRoot(s *Spec) error {
 			owner = 0
 		}
 		opts := fmt.Sprintf("size=%d,mode=0755,uid=%d,gid=%d", s.WorkspaceSize, owner, owner)
-		if err := unix.Mount("tmpfs", at("workspace"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		if err := unix.Mount("tmpfs", at(workspaceDir), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("mounting /workspace: %w", err)
 		}
 	}
@@ -347,4 +359,51 @@ func writeEtc(dir, nameserver string) error {
 		}
 	}
 	return nil
+}
+
+// bindLate attaches at workspaceDir the one mount that the supervisor sends
+// on the control socket once the jail's work arrives (Spec.LateWorkspace),
+// and says whether it could. Until then /workspace is the empty directory
+// of the read-only root. It runs beside init's reaping, on a thread of
+// init's that has every privilege of the jail.
+func bindLate() {
+	buf := make([]byte, 16)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(fdCtrl, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return // the supervisor is gone: init ends with the jail
+		}
+		why := ""
+		if fd, ok := ReceivedFD(oob[:oobn]); !ok {
+			why = "the workspace's mount did not arrive"
+		} else {
+			err := unix.MoveMount(fd, "", unix.AT_FDCWD, workspaceDir, unix.MOVE_MOUNT_F_EMPTY_PATH)
+			unix.Close(fd)
+			if err != nil {
+				why = "move_mount: " + err.Error()
+			}
+		}
+		_ = send(Msg{Bound: &why}, -1)
+		return // one workspace per jail
+	}
+}
+
+// ReceivedFD is the one descriptor that oob carries, if that is what it is.
+func ReceivedFD(oob []byte) (int, bool) {
+	cms, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || len(cms) != 1 {
+		return -1, false
+	}
+	fds, err := unix.ParseUnixRights(&cms[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return -1, false
+	}
+	return fds[0], true
 }
