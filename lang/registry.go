@@ -39,7 +39,10 @@ type Language struct {
 }
 
 // Warm is a language's way to wait in a ready jail: a worker that readies
-// itself, then reads its program from stdin.
+// itself, then reads its program from stdin. Once the program has arrived,
+// the worker enters its working directory again, by its path: the
+// execution's workspace may have been bound over it meanwhile (a pool of
+// sandbox.PoolOptions.Workspaces binds it just before the program).
 type Warm struct {
 	// Program is the worker, with the operator's settings.
 	Program func(s Settings) *Program

@@ -95,6 +95,9 @@ def job():
     # declared by a coding comment, compiles as it would from a file.
     try:
         j = json.loads(sys.stdin.buffer.read())
+        # The workspace may have been bound over our working directory
+        # while we waited (lang.Warm): enter it.
+        os.chdir(os.getcwd())
         return base64.b64decode(j["source"], validate=True), str(j["name"])
     except Exception as e:  # whatever the job was, the worker reports it
         err = {"name": "CrucibleError", "message": "reading the job: %s" % e}

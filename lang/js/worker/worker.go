@@ -164,6 +164,9 @@ func warmRun(o engine.Options, timeout time.Duration, result *os.File) (*lang.Ou
 	if err == nil {
 		err = json.Unmarshal(b, &job)
 	}
+	if wd, werr := os.Getwd(); werr == nil {
+		_ = os.Chdir(wd) // see lang.Warm: the workspace may be there now
+	}
 	start := time.Now()
 	if err != nil {
 		rt.Close()
