@@ -141,45 +141,6 @@ func TestAttackMetricsLabelsFromProgram(t *testing.T) {
 	}
 }
 
-// Attack: one token opens many HTTP sessions and runs one program in each;
-// each session then holds a warm jail of its own (processes, a netstack,
-// memory) for as long as the session lives. Nothing bounds their number.
-func TestAttackSessionsHoldWarmJails(t *testing.T) {
-	testenv.NeedRoot(t, "builds real jails")
-	s := newServer(t, func(c *config.Config) { c.Serve.MaxConcurrent = 2; c.Serve.Pool = 1 })
-	url := serveHTTP(t, s)
-	const sessions = 6
-	for range sessions {
-		cs := connectHTTP(t, url, tokenA, "2025-11-25")
-		if res, out := execute(t, cs, map[string]any{"code": `return 1`}); out == nil || res.IsError {
-			t.Fatalf("execute: %q", text(res))
-		}
-	}
-	warm := func() int {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		n := 0
-		for _, se := range s.sessions {
-			if se.warm != nil {
-				n++
-			}
-		}
-		return n
-	}
-	// Each session readies its jail after its execution: wait for the
-	// bound to be reached, then a while more for any past it.
-	deadline := time.Now().Add(30 * time.Second)
-	for warm() < s.cfg.Serve.MaxConcurrent && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(2 * time.Second)
-	// The bound a fix might choose: no more idle session jails than
-	// executions the server runs at once.
-	if n := warm(); n > s.cfg.Serve.MaxConcurrent {
-		t.Errorf("%d idle sessions hold %d warm jails; max_concurrent is %d", sessions, n, s.cfg.Serve.MaxConcurrent)
-	}
-}
-
 // Attack: a session ends while its program runs; its workspace should go
 // with it, and its handle stop working. release() after the session's
 // remove() resets the idle clock, so the workspace lives a whole TTL more.

@@ -142,16 +142,17 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	}
 	defer s.gate.leave()
 
-	stop := s.progress(ctx, req)
-	res, ws, err := s.runProgram(ctx, se, ws, client, language, in.Code, file)
-	stop()
 	if ws == nil {
-		return nil, s.runError(cmp.Or(err, errors.New("no workspace")))
+		if ws, err = s.spaces.Create(client); err != nil {
+			return nil, err
+		}
+		s.own(se, ws)
 	}
 	defer s.spaces.Release(ws)
-	if se != nil && ws.Handle == s.sessionHandle(se) {
-		s.keepWarm(se, ws.Dir, language)
-	}
+
+	stop := s.progress(ctx, req)
+	res, err := s.runProgram(ctx, ws.Dir, language, in.Code, file)
+	stop()
 	if err != nil {
 		return nil, s.runError(err)
 	}
@@ -255,40 +256,19 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 	return ctx, cancel
 }
 
-// runProgram runs the program in the jail that suits its workspace ws (nil:
-// it needs a fresh one): the session's warm jail for its workspace, a warm
-// jail of the pools with a fresh one, else a new jail. It returns the
-// workspace the program ran in, in use (the caller releases it), or nil if
-// there is none.
-func (s *Server) runProgram(ctx context.Context, se *session, ws *workspace.Workspace, client, language, code, file string) (*sandbox.Result, *workspace.Workspace, error) {
-	if warm := s.sessionPool(se, ws, language); warm != nil {
-		res, _, err := warm.RunInAs(ctx, language, []byte(code), file)
-		if !errors.Is(err, sandbox.ErrPoolClosed) {
-			return res, ws, err
-		}
-		// Given way to another session's meanwhile: a new jail.
+// runProgram runs the program with dir at /workspace: in a warm jail of
+// the pool of its language, else in a new jail.
+func (s *Server) runProgram(ctx context.Context, dir, language, code, file string) (*sandbox.Result, error) {
+	if p := s.poolFor(language); p != nil {
+		return p.Do(ctx, sandbox.Job{Source: []byte(code), File: file, Language: language, Workspace: dir})
 	}
-	if pool := s.pools[language]; ws == nil && pool != nil {
-		res, dir, err := pool.RunIn(ctx, []byte(code), file)
-		if dir == "" {
-			return nil, nil, err
-		}
-		ws, aerr := s.spaces.Adopt(dir, client)
-		if aerr != nil {
-			return nil, nil, cmp.Or(err, aerr) // the server is closing
-		}
-		s.own(se, ws)
-		return res, ws, err
+	cfg := *s.cfg
+	cfg.Sandbox.Workspace = dir
+	prog, err := sandbox.Program(&cfg, language, []byte(code), file)
+	if err != nil {
+		return nil, err
 	}
-	if ws == nil {
-		var err error
-		if ws, err = s.spaces.Create(client); err != nil {
-			return nil, nil, err
-		}
-		s.own(se, ws)
-	}
-	res, err := s.runIn(ctx, ws.Dir, language, code, file)
-	return res, ws, err
+	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills})
 }
 
 // sessionHandle is the handle of se's workspace, "" before it has one.
@@ -335,95 +315,6 @@ func (s *Server) own(se *session, ws *workspace.Workspace) {
 	if ended {
 		s.spaces.Remove(ws.Handle)
 	}
-}
-
-// sessionPool is the session's warm jail for ws, if the program can use it.
-func (s *Server) sessionPool(se *session, ws *workspace.Workspace, language string) *sandbox.Pool {
-	if se == nil || ws == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if se.warmDir != ws.Dir || !sandbox.SameWorker(se.warmLang, language) {
-		return nil
-	}
-	return se.warm
-}
-
-// keepWarm readies a jail with the session's workspace dir for its next
-// execution, taken to be in language, like its last (when the server keeps
-// warm jails of that language at all). A jail it replaces is closed off the
-// answer's path.
-func (s *Server) keepWarm(se *session, dir, language string) {
-	if s.pools[language] == nil || se.ctx.Err() != nil {
-		return
-	}
-	s.mu.Lock()
-	if se.warmDir == dir && sandbox.SameWorker(se.warmLang, language) && se.warm != nil {
-		s.mu.Unlock()
-		return
-	}
-	old := se.warm
-	if old != nil && !old.StopIfIdle() {
-		s.mu.Unlock()
-		return // another call of the session runs in it: it stays, for now
-	}
-	se.warm, se.warmDir, se.warmLang = nil, dir, language
-	if old != nil {
-		s.warmSessions--
-	}
-	// Every session that ran something would hold a jail: the least
-	// recently used one that runs nothing gives its way past the bound.
-	var evicted *sandbox.Pool
-	if s.warmSessions >= s.cfg.Serve.MaxConcurrent {
-		var lru *session
-		for _, o := range s.sessions {
-			if o.warm != nil && o.warm.Stats().InFlight == 0 && (lru == nil || o.warmUsed.Before(lru.warmUsed)) {
-				lru = o
-			}
-		}
-		if lru != nil && lru.warm.StopIfIdle() {
-			evicted, lru.warm, lru.warmDir = lru.warm, nil, ""
-			s.warmSessions--
-		}
-	}
-	s.mu.Unlock()
-	s.retire(old, evicted)
-	p, err := sandbox.NewPool(s.cfg, language, sandbox.PoolOptions{
-		Size: 1, Idle: sessionIdle, InFlight: s.cfg.Serve.MaxConcurrent,
-		Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills,
-		// The session's workspace: the session deletes it, not the pool.
-		Workspace: func() (string, func(), error) { return dir, func() {}, nil },
-	})
-	if err != nil {
-		s.log.Error("a session's warm jail", "error", err)
-		return
-	}
-	s.mu.Lock()
-	if se.ctx.Err() != nil || se.warmDir != dir || se.warmLang != language || se.warm != nil {
-		s.mu.Unlock()
-		s.retire(p) // the session ended, or moved on, meanwhile
-		return
-	}
-	if s.warmSessions >= s.cfg.Serve.MaxConcurrent {
-		s.mu.Unlock()
-		s.retire(p) // others took the places meanwhile
-		return
-	}
-	se.warm, se.warmUsed = p, time.Now()
-	s.warmSessions++
-	s.mu.Unlock()
-}
-
-// runIn runs a program in a new jail with dir at /workspace.
-func (s *Server) runIn(ctx context.Context, dir, language, code, file string) (*sandbox.Result, error) {
-	cfg := *s.cfg
-	cfg.Sandbox.Workspace = dir
-	prog, err := sandbox.Program(&cfg, language, []byte(code), file)
-	if err != nil {
-		return nil, err
-	}
-	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills})
 }
 
 // errRun marks the errors of executions that the sandbox could not run (as

@@ -183,9 +183,9 @@ func (ts tokens) client(token string) (string, bool) {
 // ready answers 200 when the warm pools have jails ready (or have served
 // executions) and every configured MCP server lists its tools.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	for l, p := range s.pools {
+	for _, p := range s.pools {
 		if st := p.Stats(); st.Ready == 0 && st.Warm+st.Cold == 0 {
-			http.Error(w, "not ready: the warm pool of "+l+" programs is filling", http.StatusServiceUnavailable)
+			http.Error(w, "not ready: the warm pool of "+strings.Join(p.Languages(), " and ")+" programs is filling", http.StatusServiceUnavailable)
 			return
 		}
 	}

@@ -157,12 +157,12 @@ func TestMetricsScrape(t *testing.T) {
 	if got := value(fams, "crucible_workspaces"); got != 1 {
 		t.Errorf("workspaces %v", got)
 	}
-	if f := fams["crucible_pool_misses_total"]; f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != len(s.pools) {
-		t.Errorf("pool misses: %v; want a counter per pool", f)
+	if f := fams["crucible_pool_misses_total"]; f.GetType() != dto.MetricType_COUNTER || len(f.GetMetric()) != 3 {
+		t.Errorf("pool misses: %v; want a counter per pooled language: js, py, ts", f)
 	}
-	for l, p := range s.pools {
-		if got := value(fams, "crucible_pool_misses_total", "language", l); got != float64(p.Stats().Cold) {
-			t.Errorf("pool misses of %s: %v, want %d", l, got, p.Stats().Cold)
+	for _, l := range []string{"ts", "js", "py"} {
+		if got, want := value(fams, "crucible_pool_misses_total", "language", l), s.poolFor(l).Stats().Misses[l]; got != float64(want) {
+			t.Errorf("pool misses of %s: %v, want %d", l, got, want)
 		}
 	}
 

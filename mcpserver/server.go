@@ -63,9 +63,10 @@ type Server struct {
 	// requests: each execution without a handle gets a fresh workspace.
 	sessionful, stateless *mcp.Server
 
-	// pools keep warm jails, by language, for executions that start in a
-	// fresh workspace (serve.pool of them each).
-	pools map[string]*sandbox.Pool
+	// pools keep warm jails, one pool per worker (the engine's, for ts and
+	// js; Python's), serve.pool of them each: every execution in their
+	// languages takes one, its workspace bound in when it arrives.
+	pools []*sandbox.Pool
 
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
@@ -80,9 +81,6 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool // Close has begun: nothing more joins wg or calls
 	sessions map[*mcp.ServerSession]*session
-	// warmSessions counts the sessions holding a warm jail of their own:
-	// at most serve.max_concurrent, the least recently used giving way.
-	warmSessions int
 }
 
 // session is what an MCP session (stdio, or an HTTP session) holds: its
@@ -90,31 +88,19 @@ type Server struct {
 type session struct {
 	handle string   // the workspace its executions share
 	made   []string // every workspace made for it, deleted with it
-	// warm keeps a jail ready with the session's workspace (warmDir)
-	// bound, for its next execution in the language of its last
-	// (warmLang), or one that shares its worker (sandbox.SameWorker: ts
-	// and js): only a fresh workspace can come from the server's pools.
-	warm     *sandbox.Pool
-	warmDir  string
-	warmLang string
-	warmUsed time.Time // when warm was last readied
-	ended    bool      // its workspaces are being deleted
-	id       string    // its Mcp-Session-Id ("" over stdio)
-	owner    string    // the client whose it is
-	cancel   context.CancelFunc
-	ctx      context.Context // ends the session's executions
+	ended  bool     // its workspaces are being deleted
+	id     string   // its Mcp-Session-Id ("" over stdio)
+	owner  string   // the client whose it is
+	cancel context.CancelFunc
+	ctx    context.Context // ends the session's executions
 }
 
-// poolLanguages are the languages whose programs can wait in a warm jail.
-var poolLanguages = []string{"ts", "js", "py"}
+// poolLanguages name the pools: one per worker, each serving the languages
+// that share it (sandbox.SameWorker: ts serves js too).
+var poolLanguages = []string{"ts", "py"}
 
-// poolIdle is how long a warm jail waits for work before it is replaced;
-// sessionIdle, how long a session's own one waits (each session that ran
-// something holds one).
-const (
-	poolIdle    = 5 * time.Minute
-	sessionIdle = time.Minute
-)
+// poolIdle is how long a warm jail waits for work before it is replaced.
+const poolIdle = 5 * time.Minute
 
 // New makes a Server. Close it to stop its executions and delete its
 // workspaces.
@@ -135,6 +121,7 @@ func New(o Options) (*Server, error) {
 	sv := &o.Config.Serve
 	spaces, err := workspace.Open(workspace.Options{
 		Size: int64(o.Config.Sandbox.TmpSize), TTL: time.Duration(sv.WorkspaceTTL), Total: sv.MaxWorkspaces,
+		Spare: sv.Pool, // as many as the warm jails of a pool, which a burst of fresh calls takes
 	})
 	if err != nil {
 		return nil, err
@@ -152,17 +139,6 @@ func New(o Options) (*Server, error) {
 	}
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
-	s.stats.gauge("crucible_session_jails", "Sessions holding a warm jail with their workspace, for their next program.", func() float64 {
-		return float64(len(s.sessionPools()))
-	})
-	s.stats.gauge("crucible_session_jails_ready", "Sessions' warm jails ready for their next program now.", func() float64 {
-		n := 0
-		for _, p := range s.sessionPools() {
-			n += p.Stats().Ready
-		}
-		return float64(n)
-	})
-	s.pools = map[string]*sandbox.Pool{}
 	if sv.Pool > 0 {
 		for _, l := range poolLanguages {
 			if _, err := sandbox.Program(o.Config, l, nil, "-"); err != nil {
@@ -174,13 +150,13 @@ func New(o Options) (*Server, error) {
 			p, err := sandbox.NewPool(o.Config, l, sandbox.PoolOptions{
 				Size: sv.Pool, Idle: poolIdle, InFlight: sv.MaxConcurrent,
 				Audit: o.Audit, Tools: o.Tools, Secrets: o.Secrets,
-				Workspace: s.spaces.Blank, Skills: sv.Skills,
+				Workspaces: true, Skills: sv.Skills,
 			})
 			if err != nil {
 				_ = s.Close()
 				return nil, err
 			}
-			s.pools[l] = p
+			s.pools = append(s.pools, p)
 		}
 		poolCount := func(f func(sandbox.PoolStats) int64) func() float64 {
 			return func() float64 {
@@ -192,12 +168,17 @@ func New(o Options) (*Server, error) {
 			}
 		}
 		s.stats.gauge("crucible_pool_ready", "Warm jails waiting for work.", poolCount(func(st sandbox.PoolStats) int64 { return int64(st.Ready) }))
-		s.stats.counter("crucible_pool_warm_total", "Executions in a fresh workspace that found a warm jail ready.", poolCount(func(st sandbox.PoolStats) int64 { return st.Warm }))
-		s.stats.counter("crucible_pool_cold_total", "Executions in a fresh workspace that waited for their jail to be built.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
+		s.stats.counter("crucible_pool_warm_total", "Executions that found a warm jail ready.", poolCount(func(st sandbox.PoolStats) int64 { return st.Warm }))
+		s.stats.counter("crucible_pool_cold_total", "Executions that waited for their jail to be built, or to finish starting.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
 		s.stats.counterBy("crucible_pool_misses_total", "Executions that found no warm jail of their language ready, by language.", "language", func() map[string]float64 {
 			m := map[string]float64{}
-			for l, p := range s.pools {
-				m[l] = float64(p.Stats().Cold)
+			for _, p := range s.pools {
+				for _, l := range p.Languages() {
+					m[l] += 0 // every language, before its first miss
+				}
+				for l, n := range p.Stats().Misses {
+					m[l] += float64(n)
+				}
 			}
 			return m
 		})
@@ -226,26 +207,6 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return s.spaces.Close()
-}
-
-// retire closes pools off the caller's path: a pool's Close waits for its
-// jails' teardown, which an answer need not. Close waits for them.
-func (s *Server) retire(pools ...*sandbox.Pool) {
-	closeAll := func() {
-		for _, p := range pools {
-			if p != nil {
-				p.Close()
-			}
-		}
-	}
-	if !s.join(&s.wg) {
-		closeAll()
-		return
-	}
-	go func() {
-		defer s.wg.Done()
-		closeAll()
-	}()
 }
 
 // join adds one to wg unless Close has begun, and says whether it did:
@@ -383,15 +344,9 @@ func (s *Server) sessionOf(ss *mcp.ServerSession, client string) *session {
 		cancel()
 		s.mu.Lock()
 		delete(s.sessions, ss)
-		made, warm := se.made, se.warm
-		se.warm, se.ended = nil, true
-		if warm != nil {
-			s.warmSessions--
-		}
+		made := se.made
+		se.ended = true
 		s.mu.Unlock()
-		if warm != nil {
-			warm.Close()
-		}
 		for _, h := range made {
 			s.spaces.Remove(h)
 		}
@@ -399,15 +354,12 @@ func (s *Server) sessionOf(ss *mcp.ServerSession, client string) *session {
 	return se
 }
 
-// sessionPools are the sessions' warm jails, each a pool of one.
-func (s *Server) sessionPools() []*sandbox.Pool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var ps []*sandbox.Pool
-	for _, se := range s.sessions {
-		if se.warm != nil {
-			ps = append(ps, se.warm)
+// poolFor is the pool whose jails run language's programs, if any.
+func (s *Server) poolFor(language string) *sandbox.Pool {
+	for _, p := range s.pools {
+		if p.Serves(language) {
+			return p
 		}
 	}
-	return ps
+	return nil
 }

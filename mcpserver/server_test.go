@@ -568,7 +568,7 @@ func TestCancel(t *testing.T) {
 	}
 
 	// The pools' jails served the fresh workspaces.
-	if st := s.pools["ts"].Stats(); st.Warm+st.Cold == 0 {
+	if st := s.poolFor("ts").Stats(); st.Warm+st.Cold == 0 {
 		t.Errorf("no execution ran on the pool: %+v", st)
 	}
 }
@@ -605,74 +605,66 @@ func TestProgress(t *testing.T) {
 	}
 }
 
-// A session's later executions run in a jail built ahead for its
-// workspace: warm, and with the files of the ones before.
-func TestSessionWarm(t *testing.T) {
+// waitReady waits until the pool of language has a jail ready.
+func waitReady(t *testing.T, s *Server, language string) {
+	t.Helper()
+	p := s.poolFor(language)
+	for end := time.Now().Add(time.Minute); p.Stats().Ready == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the %s pool had no jail ready in a minute", language)
+		}
+	}
+}
+
+// Every execution of a session runs in a warm jail of the pools, with the
+// session's workspace bound in: the first, the later ones (with the files
+// of the ones before), JavaScript on the TypeScript pool, Python on its
+// own; and so does a call that passes a handle, over a stateless
+// connection. Each found a jail ready (the test waits for one).
+func TestEveryCallWarm(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	s := newServer(t, nil)
 	cs := connect(t, s)
+	waitReady(t, s, "ts")
 	_, w := execute(t, cs, map[string]any{"code": `fs.writeTextFile("n.txt", "1"); return 1`})
-	warm := func() *sandbox.Pool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, se := range s.sessions {
-			return se.warm
-		}
-		return nil
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for p := warm(); p == nil || p.Stats().Ready == 0; p = warm() {
-		if time.Now().After(deadline) {
-			t.Fatal("the session's jail was not readied in a minute")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if w == nil {
+		t.Fatal("no result")
 	}
 	for i := 2; i <= 3; i++ {
+		waitReady(t, s, "ts")
 		_, out := execute(t, cs, map[string]any{"code": `const n = Number(fs.readTextFile("n.txt")) + 1; fs.writeTextFile("n.txt", String(n)); return n`})
 		if out == nil || string(out.Result) != strconv.Itoa(i) || out.Workspace != w.Workspace {
 			t.Fatalf("execution %d: %+v", i, out)
 		}
 	}
-	if st := warm().Stats(); st.Warm+st.Cold != 2 || st.Warm == 0 {
-		t.Errorf("the session's pool served %+v; want both later executions, the first warm", st)
-	}
-	// A JavaScript program of the session runs in its TypeScript jail (one
-	// worker serves both), warm, as JavaScript; the jail stays.
-	p := warm()
-	for p.Stats().Ready == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the session's jail was not readied again")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	before := p.Stats()
+	waitReady(t, s, "js")
 	if _, out := execute(t, cs, map[string]any{"language": "js", "code": `return fs.readTextFile("n.txt")`}); out == nil || string(out.Result) != `"3"` {
 		t.Fatalf("javascript in the session: %+v", out)
 	}
+	waitReady(t, s, "js")
 	if res, _ := execute(t, cs, map[string]any{"language": "js", "code": `const n: number = 1; return n`}); !res.IsError || !strings.Contains(text(res), "SyntaxError") {
 		t.Errorf("TypeScript's syntax as the session's JavaScript: %q", text(res))
 	}
-	if st := p.Stats(); warm() != p || st.Warm+st.Cold != 4 || st.Warm < before.Warm+1 {
-		t.Errorf("the session's pool served %+v (replaced: %v); want the JavaScript programs too, the first warm", st, warm() != p)
-	}
-	// A Python program of the session runs in a new jail, same workspace;
-	// the session's next jail is then a Python one.
-	_, out := execute(t, cs, map[string]any{"language": "py", "code": "print(open('n.txt').read())"})
-	if out == nil || out.Stdout != "3\n" {
+	waitReady(t, s, "py")
+	_, out := execute(t, cs, map[string]any{"language": "py", "code": "import os\nprint(open('n.txt').read(), os.getcwd())"})
+	if out == nil || out.Stdout != "3 /run/workspace\n" {
 		t.Fatalf("python in the session: %+v", out)
 	}
-	for p := warm(); p == nil || p.Stats().Ready == 0; p = warm() {
-		if time.Now().After(deadline.Add(time.Minute)) {
-			t.Fatal("the session's Python jail was not readied")
-		}
-		time.Sleep(20 * time.Millisecond)
+	url := serveHTTP(t, s)
+	hc := connectHTTP(t, url, tokenA, "")
+	waitReady(t, s, "ts")
+	_, first := execute(t, hc, map[string]any{"code": `fs.writeTextFile("h.txt", "handle"); return 1`})
+	if first == nil {
+		t.Fatal("stateless: no result")
 	}
-	_, out = execute(t, cs, map[string]any{"language": "py", "code": "import crucible\ncrucible.result = open('n.txt').read()"})
-	if out == nil || string(out.Result) != `"3"` {
-		t.Errorf("python again in the session: %+v", out)
+	waitReady(t, s, "py")
+	_, out = execute(t, hc, map[string]any{"language": "py", "workspace": first.Workspace, "code": "import crucible\ncrucible.result = open('h.txt').read()"})
+	if out == nil || string(out.Result) != `"handle"` {
+		t.Errorf("stateless, with the handle: %+v", out)
 	}
-	if st := warm().Stats(); st.Warm != 1 {
-		t.Errorf("the session's Python pool served %+v; want one warm execution", st)
+	ts, py := s.poolFor("ts").Stats(), s.poolFor("py").Stats()
+	if ts.Cold != 0 || py.Cold != 0 || ts.Warm != 6 || py.Warm != 2 {
+		t.Errorf("pools served ts %+v, py %+v; want 6 and 2 executions, every one warm", ts, py)
 	}
 }
 

@@ -113,17 +113,18 @@ time.sleep(60)
 // execution ends only once the main process has, as without the report
 // (the jail ends with its command's main process; the others, still
 // running then, would be killed with it): it has all their output, and
-// their files are there when the pool hands the workspace back; no
+// their files are in the workspace when the execution is over; no
 // process of the jail is left.
 func TestEarlyExitForgedThenLive(t *testing.T) {
 	root := t.TempDir()
-	p := pyPool(t, nil, PoolOptions{Size: 1, Workspace: func() (string, func(), error) {
-		dir, err := os.MkdirTemp(root, "ws")
-		if err != nil {
-			return "", nil, err
-		}
-		return dir, func() { _ = os.RemoveAll(dir) }, os.Chown(dir, 65534, 65534)
-	}})
+	p := pyPool(t, nil, PoolOptions{Size: 1, Workspaces: true})
+	dir := filepath.Join(root, "ws")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	src := forge + `
 import threading, time
 def late(name, after=1):
@@ -141,7 +142,7 @@ if os.fork() == 0:
     os._exit(0)
 `
 	start := time.Now()
-	x, dir, err := p.RunIn(context.Background(), []byte(src), "-")
+	x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "-", Workspace: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -53,11 +54,12 @@ type PoolOptions struct {
 	// Secrets, from LoadSecrets, is required when the configuration has
 	// secrets: each jail gets placeholders of its own when it is built.
 	Secrets *Secrets
-	// Workspace, if set, gives each jail a host directory bound at
-	// /workspace (instead of a fresh tmpfs), made when the jail is built:
-	// it returns the directory and what to do with it if the jail is
-	// destroyed unused. RunIn hands the directory to its caller.
-	Workspace func() (dir string, discard func(), err error)
+	// Workspaces: each execution brings its own workspace (Job.Workspace),
+	// a host directory bound at /workspace when its work arrives. Until
+	// then a jail's /workspace is an empty, read-only directory: nothing a
+	// jail does before its work arrives reaches any workspace. Without it,
+	// each jail has a fresh tmpfs of its own there. It needs root.
+	Workspaces bool
 	// Skills is as in Options.
 	Skills string
 }
@@ -73,10 +75,13 @@ type PoolStats struct {
 	Cold     int64 `json:"cold"`      // ... that had to wait for one to be built, or to finish starting
 	Expired  int64 `json:"expired"`   // ready jails destroyed unused, past Idle
 	Failed   int64 `json:"failed"`    // jails that could not be built
+	// Misses counts Cold by the language of the program that waited.
+	Misses map[string]int64 `json:"misses,omitempty"`
 }
 
 type poolCounters struct {
 	warm, cold, expired, failed atomic.Int64
+	misses                      map[string]int64 // under Pool.mu
 }
 
 // ErrPoolClosed is Run's error once the pool is closed.
@@ -91,10 +96,7 @@ type warmJail struct {
 	stdin  stdinPipe
 	cancel context.CancelFunc
 
-	// The host directory at /workspace, from PoolOptions.Workspace, and
-	// how to discard it if no execution takes it.
-	dir     string
-	discard func()
+	late *jail.LateWorkspace // with PoolOptions.Workspaces
 
 	// Set when ended is closed: the execution's outcome is known, as soon
 	// as the worker has exited and its output is read. done is closed
@@ -130,34 +132,55 @@ func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) 
 	return p, nil
 }
 
+// Job is one program for a pool's jail.
+type Job struct {
+	Source []byte
+	File   string // what the program is named ("-" for standard input)
+	// Language is the program's: "" for the pool's, or one that the pool
+	// Serves.
+	Language string
+	// Workspace is the host directory bound at /workspace, for a pool
+	// with PoolOptions.Workspaces (which requires one); "" without.
+	Workspace string
+}
+
 // Run hands src, a program named like file ("-" for standard input), to a
 // ready jail, or to a new one if none is ready, and waits for the
 // execution. Its output is captured into the Result.
 func (p *Pool) Run(ctx context.Context, src []byte, file string) (*Result, error) {
-	res, _, err := p.RunIn(ctx, src, file)
-	return res, err
+	return p.Do(ctx, Job{Source: src, File: file})
 }
 
-// RunIn is Run, and also says which host directory the execution had at
-// /workspace (with PoolOptions.Workspace; "" without), which is then the
-// caller's, whatever the outcome.
-func (p *Pool) RunIn(ctx context.Context, src []byte, file string) (res *Result, dir string, err error) {
-	return p.runIn(ctx, p.lang, src, file)
-}
-
-// RunInAs is RunIn for a program in language, which may be another than
-// the pool's if the pool Serves it.
-func (p *Pool) RunInAs(ctx context.Context, language string, src []byte, file string) (res *Result, dir string, err error) {
-	if !p.Serves(language) {
-		return nil, "", fmt.Errorf("sandbox: a %s pool does not run %q programs", p.lang.Name, language)
+// Do runs job in a ready jail, or in a new one if none is ready, and waits
+// for the execution. Its output is captured into the Result.
+func (p *Pool) Do(ctx context.Context, job Job) (*Result, error) {
+	l := p.lang
+	if job.Language != "" && job.Language != l.Name {
+		if !p.Serves(job.Language) {
+			return nil, fmt.Errorf("sandbox: a %s pool does not run %q programs", p.lang.Name, job.Language)
+		}
+		l, _ = lookup(job.Language) // Serves found it
 	}
-	l, _ := lookup(language) // Serves found it
-	return p.runIn(ctx, l, src, file)
+	if (job.Workspace != "") != p.o.Workspaces {
+		return nil, errors.New("sandbox: a pool with PoolOptions.Workspaces runs each job in the job's workspace, and only such a pool")
+	}
+	return p.runIn(ctx, l, job)
 }
 
 // Serves says whether the pool's jails run programs in language: the
 // pool's own, or one that shares its warm worker (SameWorker).
 func (p *Pool) Serves(language string) bool { return SameWorker(p.lang.Name, language) }
+
+// Languages are the languages whose programs the pool runs.
+func (p *Pool) Languages() []string {
+	var ls []string
+	for _, l := range lang.All() {
+		if p.Serves(l.Name) {
+			ls = append(ls, l.Name)
+		}
+	}
+	return ls
+}
 
 // SameWorker says whether the warm jails of languages a and b are alike,
 // so that a jail readied for one runs the other's programs: the same
@@ -175,21 +198,21 @@ func SameWorker(a, b string) bool {
 	return err == nil && lb.Warm != nil && la.Warm.Worker != "" && lb.Warm.Worker == la.Warm.Worker
 }
 
-// runIn runs src, a program in l, in one of the pool's jails.
-func (p *Pool) runIn(ctx context.Context, l lang.Language, src []byte, file string) (res *Result, dir string, err error) {
-	input, err := l.Warm.Input(src, file)
+// runIn runs job, a program in l, in one of the pool's jails.
+func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, error) {
+	input, err := l.Warm.Input(job.Source, job.File)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, "", ctx.Err()
+		return nil, ctx.Err()
 	}
 	defer func() { <-p.slots }()
-	w, err := p.take()
+	w, err := p.take(l.Name)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	defer p.wg.Done() // take counted this Run
 	// The replacement is built once this execution is done, not beside it:
@@ -197,12 +220,40 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, src []byte, file stri
 	defer p.refill()
 	defer w.cancel()
 
-	w.x.begin(programRecord(l.Name, src))
+	w.x.begin(programRecord(l.Name, job.Source))
 	var in *os.File
 	select {
 	case in = <-w.stdin:
 	case <-w.ended: // it never got to run
 	case <-ctx.Done(): // see below
+	}
+	if in != nil && w.late != nil {
+		// The workspace first, once the worker waits for its job (a jail
+		// taken while it starts is not ready yet): nothing it did before
+		// reaches the workspace, and it reads the job only once the
+		// workspace is there.
+		stop := context.AfterFunc(ctx, w.cancel)
+		ready := true
+		select {
+		case <-w.ready:
+			err = w.late.Bind(job.Workspace)
+		case <-w.ended:
+			ready = false
+		}
+		stop()
+		if !ready && ctx.Err() == nil {
+			_ = in.Close()
+			return w.x.finish(w.res, w.err) // the worker's end says why
+		}
+		if err != nil || !ready {
+			_ = in.Close()
+			w.cancel()
+			<-w.ended
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return w.x.finish(nil, err)
+		}
 	}
 	// The timeout starts with the job. A job an empty pipe takes at once
 	// goes first, so the worker has it before the jail's timer wakes;
@@ -229,17 +280,15 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, src []byte, file stri
 	case <-ctx.Done():
 		w.cancel()
 		<-w.ended
-		res, err = w.x.finish(nil, ctx.Err())
-		return res, w.dir, err
+		return w.x.finish(nil, ctx.Err())
 	}
-	res, err = w.x.finish(w.res, w.err)
-	return res, w.dir, err
+	return w.x.finish(w.res, w.err)
 }
 
-// take returns a ready jail, dropping any that died waiting, or starts one.
-// It counts the caller in p.wg, so that Close waits for it; on a closed pool
-// it returns ErrPoolClosed.
-func (p *Pool) take() (*warmJail, error) {
+// take returns a ready jail for a program in language, dropping any that
+// died waiting, or starts one. It counts the caller in p.wg, so that Close
+// waits for it; on a closed pool it returns ErrPoolClosed.
+func (p *Pool) take(language string) (*warmJail, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -257,7 +306,6 @@ func (p *Pool) take() (*warmJail, error) {
 		select {
 		case <-w.ended: // it could not be built, or died: its error is counted
 			w.cancel()
-			w.unused()
 			continue
 		default:
 		}
@@ -268,18 +316,28 @@ func (p *Pool) take() (*warmJail, error) {
 	}
 	p.ready = keep
 	if len(p.ready) == 0 {
-		p.stats.cold.Add(1)
+		p.miss(language)
 		return p.start(), nil
 	}
 	if pick < 0 {
 		pick = 0
-		p.stats.cold.Add(1)
+		p.miss(language)
 	} else {
 		p.stats.warm.Add(1)
 	}
 	w := p.ready[pick]
 	p.ready = append(p.ready[:pick], p.ready[pick+1:]...)
 	return w, nil
+}
+
+// miss counts a program in language that found no jail ready. The caller
+// holds p.mu.
+func (p *Pool) miss(language string) {
+	p.stats.cold.Add(1)
+	if p.stats.misses == nil {
+		p.stats.misses = map[string]int64{}
+	}
+	p.stats.misses[language]++
 }
 
 // refill builds jails in the background until Size are ready or coming.
@@ -316,9 +374,9 @@ func (p *Pool) start() *warmJail {
 		close(w.ready)
 	}
 	w.x.spec.Begin = w.begin
-	if p.o.Workspace != nil && w.x.err == nil {
-		w.dir, w.discard, w.x.err = p.o.Workspace()
-		w.x.spec.Workspace = w.dir
+	if p.o.Workspaces {
+		w.late = jail.NewLateWorkspace()
+		w.x.spec.Late = w.late
 	}
 	// Attached here, not in the goroutine: Run's begin reads what attach
 	// sets. (It only compiles the policy; the network is built in the jail.)
@@ -372,7 +430,6 @@ func (p *Pool) expire() {
 		for _, w := range p.ready {
 			if time.Since(w.born) > p.o.Idle {
 				w.cancel()
-				w.unused()
 				p.stats.expired.Add(1)
 				continue
 			}
@@ -392,9 +449,10 @@ func (p *Pool) Stats() PoolStats {
 			ready++
 		}
 	}
+	misses := maps.Clone(p.stats.misses)
 	p.mu.Unlock()
 	return PoolStats{
-		Ready: ready, InFlight: len(p.slots),
+		Ready: ready, InFlight: len(p.slots), Misses: misses,
 		Warm: p.stats.warm.Load(), Cold: p.stats.cold.Load(),
 		Expired: p.stats.expired.Load(), Failed: p.stats.failed.Load(),
 	}
@@ -405,27 +463,10 @@ func (p *Pool) Stats() PoolStats {
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.closed = true
-	ready := p.ready
 	p.ready = nil
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
-	for _, w := range ready {
-		w.unused()
-	}
-}
-
-// StopIfIdle makes the pool refuse any more work (ErrPoolClosed), if no
-// execution runs in it now, and says whether it did; Close then tears it
-// down. An execution that has a jail by then is never cut short for it.
-func (p *Pool) StopIfIdle() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.slots) > 0 {
-		return false
-	}
-	p.closed = true
-	return true
 }
 
 // isReady says whether the jail's worker waits for work, warmed, now.
@@ -478,23 +519,4 @@ func (m *readyMark) Write(b []byte) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// unused discards the workspace of a jail that no execution took, once the
-// jail is gone.
-func (w *warmJail) unused() {
-	if w.discard == nil {
-		return
-	}
-	discard := w.discard
-	w.discard = nil
-	select {
-	case <-w.done:
-		discard()
-	default:
-		go func() {
-			<-w.done
-			discard()
-		}()
-	}
 }

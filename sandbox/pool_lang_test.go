@@ -33,7 +33,7 @@ func TestPoolRunsAnotherLanguage(t *testing.T) {
 	}
 	run := func(language, src string) *Result {
 		t.Helper()
-		x, _, err := p.RunInAs(context.Background(), language, []byte(src), "-")
+		x, err := p.Do(context.Background(), Job{Language: language, Source: []byte(src), File: "-"})
 		if err != nil {
 			t.Fatalf("%s %q: %v", language, src, err)
 		}
@@ -49,7 +49,7 @@ func TestPoolRunsAnotherLanguage(t *testing.T) {
 	if x := run("js", "return typeof 1"); x.Error != nil || string(x.Result) != `"number"` {
 		t.Errorf("JavaScript: %+v %+v", x, x.Error)
 	}
-	if _, _, err := p.RunInAs(context.Background(), "py", []byte("print(1)"), "-"); err == nil || !strings.Contains(err.Error(), `does not run "py"`) {
+	if _, err := p.Do(context.Background(), Job{Language: "py", Source: []byte("print(1)"), File: "-"}); err == nil || !strings.Contains(err.Error(), `does not run "py"`) {
 		t.Errorf("a Python program on a ts pool: %v", err)
 	}
 

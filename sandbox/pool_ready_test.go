@@ -48,14 +48,14 @@ func TestPoolTakesReadyFirst(t *testing.T) {
 		t.Errorf("Ready %d, want 1 (two jails are still starting)", st.Ready)
 	}
 	for _, want := range []*warmJail{ready, starting, starting2} {
-		w, err := p.take()
+		w, err := p.take("ts")
 		if err != nil || w != want {
 			t.Fatalf("took %p (%v), want %p", w, err, want)
 		}
 		p.wg.Done()
 	}
-	if st := p.Stats(); st.Warm != 1 || st.Cold != 2 {
-		t.Errorf("%+v: want 1 warm, 2 cold", st)
+	if st := p.Stats(); st.Warm != 1 || st.Cold != 2 || st.Misses["ts"] != 2 {
+		t.Errorf("%+v: want 1 warm, 2 cold, both ts", st)
 	}
 }
 

@@ -114,46 +114,63 @@ func TestBounds(t *testing.T) {
 	}
 }
 
-// The server's total bounds every workspace it holds, blank ones (a warm
-// jail's) included: past it, a clear error, never another mount. One
-// client's flood does not evict another client's workspaces to make room.
+// waitSpares waits until s has made n spares.
+func waitSpares(t *testing.T, s *Set, n int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		got := len(s.spares)
+		s.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d spares after 10 s, want %d", got, n)
+		}
+	}
+}
+
+// The server's total bounds every workspace it holds, spares included:
+// past it, a clear error, never another mount. One client's flood does not
+// evict another client's workspaces to make room. Create takes a spare,
+// made ahead, and another is made for the next.
 func TestTotal(t *testing.T) {
-	s := open(t, Options{Total: 3})
+	s := open(t, Options{Total: 3, Spare: 1})
+	waitSpares(t, s, 1)
+	spare := s.spares[0]
 	a, err := s.Create("a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Release(a)
-	dir, drop, err := s.Blank()
-	if err != nil {
-		t.Fatal(err)
+	if a.Dir != spare {
+		t.Errorf("Create made %s, not the spare %s", a.Dir, spare)
 	}
+	s.Release(a)
+	waitSpares(t, s, 1) // a, and a spare
 	if _, err := s.Create("b"); err != nil {
 		t.Fatal(err)
 	}
+	waitSpares(t, s, 1) // a, b, a spare: the total
+	if _, err := s.Create("b"); err != nil {
+		t.Fatal(err)
+	}
+	waitSpares(t, s, 0) // no room for one
 	before := mountsBelow(s.inst.dir)
 	if _, err := s.Create("b"); !errors.Is(err, ErrFull) {
 		t.Fatalf("past the total: %v; want ErrFull", err)
 	}
-	if _, _, err := s.Blank(); !errors.Is(err, ErrFull) {
-		t.Fatalf("a blank past the total: %v; want ErrFull", err)
-	}
 	if n := mountsBelow(s.inst.dir); n != before {
-		t.Errorf("%d mounts after the refusals, %d before", n, before)
+		t.Errorf("%d mounts after the refusal, %d before", n, before)
 	}
 	if got, err := s.Acquire(a.Handle, "a"); err != nil {
 		t.Errorf("a's workspace went for b's flood: %v", err)
 	} else {
 		s.Release(got)
 	}
-	drop()
-	drop() // a second drop does nothing more
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("a dropped blank is still there: %v", err)
-	}
+	s.Remove(a.Handle)
 	ws, err := s.Create("b")
 	if err != nil {
-		t.Fatalf("after a blank was dropped: %v", err)
+		t.Fatalf("after a workspace was removed: %v", err)
 	}
 	s.Release(ws)
 }
@@ -180,7 +197,7 @@ func TestExpiry(t *testing.T) {
 		t.Error("a workspace in use was deleted under its execution")
 	}
 	s.Release(busy)
-	s.dropping.Wait()
+	s.bg.Wait()
 	if _, err := os.Stat(busy.Dir); !os.IsNotExist(err) {
 		t.Errorf("a removed workspace is still there once released: %v", err)
 	}

@@ -18,12 +18,12 @@ import (
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
-	"github.com/cruciblehq/crucible/sandbox"
 )
 
-// Attacks on the closing of sessions' warm jails off the answer's path
-// (Server.retire) and on a session's jail that serves two languages
-// (TypeScript and JavaScript share one).
+// Attacks on the warm pools that every execution goes through, its
+// workspace bound in when it arrives: sessions that switch languages, a
+// Close that races the calls, one pool for TypeScript and JavaScript, a
+// busy pool.
 
 // ownServer is newServer for a test that closes the server itself (and
 // checks what Close leaves): its cleanup closes it only if the test did not.
@@ -48,8 +48,8 @@ func ownServer(t *testing.T, edit func(*config.Config), o Options) *Server {
 	return s
 }
 
-// tightServer is an ownServer whose warm session jails are bounded by
-// max: one jail a pool, no rate limit, and a minute's wait for a place.
+// tightServer is an ownServer that runs max executions at once: one jail
+// a pool, no rate limit, and a minute's wait for a place.
 func tightServer(t *testing.T, max int) *Server {
 	t.Helper()
 	return ownServer(t, func(c *config.Config) {
@@ -137,13 +137,13 @@ func callAs(cs *mcp.ClientSession, language, code string) *mcp.CallToolResult {
 	return res
 }
 
-// Sessions that switch between TypeScript and Python on every call (each
-// switch replaces the session's warm jail, retired in the background),
-// more of them than serve.max_concurrent (each readying evicts another's),
-// then Close: it returns, and nothing of any jail is left: no process, no
-// cgroup, no workspace mount or directory. Every call was answered with
-// the workspace's content so far.
-func TestAttackRetireLanguageFlipsThenClose(t *testing.T) {
+// Sessions that switch between TypeScript and Python on every call, more
+// of them than serve.max_concurrent, each call taking a jail of the pool of
+// its language with the session's workspace, then Close: it returns, and
+// nothing of any jail is left: no process, no cgroup, no workspace mount
+// or directory. Every call was answered with the workspace's content so
+// far, whichever pool ran it.
+func TestAttackLanguageFlipsThenClose(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds many jails")
 	}
@@ -196,22 +196,16 @@ crucible.result = s
 	for e := range errs {
 		t.Error(e)
 	}
-	s.mu.Lock()
-	held := s.warmSessions
-	s.mu.Unlock()
-	if held > s.cfg.Serve.MaxConcurrent {
-		t.Errorf("%d sessions hold warm jails; max_concurrent is %d", held, s.cfg.Serve.MaxConcurrent)
-	}
 	closeWithin(t, s)
 	noLeftovers(t, s, before)
 }
 
-// Close while sessions' executions run, each about to ready the session's
-// next jail (keepWarm) as it ends, in one language or switching: Close
+// Close while sessions' executions run in the pools, in one language or
+// switching, as their jails end and their replacements are built: Close
 // returns, every call ends, nothing panics (under -race, nothing races),
 // and once Close has returned nothing of any jail is left. Closed at
 // several moments: before the executions end, as they end, and after.
-func TestAttackRetireCloseRacesKeepWarm(t *testing.T) {
+func TestAttackCloseRacesCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds many jails")
 	}
@@ -253,38 +247,27 @@ func TestAttackRetireCloseRacesKeepWarm(t *testing.T) {
 				t.Fatal("calls still running a minute after Close")
 			}
 			// What a call still in flight at Close did after it, had it
-			// readied a jail or left a workspace, shows now.
+			// built a jail or left a workspace, shows now.
 			time.Sleep(2 * time.Second)
 			noLeftovers(t, s, before)
 		})
 	}
 }
 
-// A session's JavaScript programs run in its TypeScript jail: one sees the
-// session's workspace (shared by design) and nothing else the TypeScript
-// program before it left (its /tmp, its globals), runs as JavaScript, and
-// is audited as JavaScript; then TypeScript again, in a jail of its own.
-// Language names near ts or js never reach the session's jail: refused, or
-// (deno) run elsewhere.
-func TestAttackSessionJailTwoLanguages(t *testing.T) {
+// A session's JavaScript programs run in the TypeScript pool's jails: one
+// sees the session's workspace (shared by design) and nothing else the
+// TypeScript program before it left (its /tmp, its globals), runs as
+// JavaScript, and is audited as JavaScript; then TypeScript again, in a
+// jail of its own. Language names near ts or js never reach the pool:
+// refused, or (deno) run elsewhere.
+func TestAttackPoolTwoLanguages(t *testing.T) {
 	var buf syncBuffer
 	w := audit.New(&buf)
 	s := ownServer(t, nil, Options{Audit: w})
 	cs := connect(t, s)
-	warm := func() *sandbox.Pool {
-		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-			s.mu.Lock()
-			var p *sandbox.Pool
-			for _, se := range s.sessions {
-				p = se.warm
-			}
-			s.mu.Unlock()
-			if p != nil && p.Stats().Ready > 0 {
-				return p
-			}
-		}
-		t.Fatal("the session's jail was not readied")
-		return nil
+	p := s.poolFor("ts")
+	if p == nil || s.poolFor("js") != p {
+		t.Fatal("no one pool for ts and js")
 	}
 	const mark = `await fs.writeTextFile("/tmp/mark", "L"); await fs.writeTextFile("shared", "S");
 globalThis.mark = "L"; Object.prototype.polluted = "L"; return 1`
@@ -300,7 +283,6 @@ return {seen, generic, shared: await fs.readTextFile("shared")};
 	if _, out := execute(t, cs, map[string]any{"language": "ts", "code": mark}); out == nil || out.ExitCode != 0 {
 		t.Fatalf("the TypeScript program: %+v", out)
 	}
-	p := warm()
 	for i, c := range []struct{ language, generic string }{{"js", "false"}, {"ts", "TypeError"}, {"js", "false"}} {
 		_, out := execute(t, cs, map[string]any{"language": c.language, "code": look})
 		var got struct {
@@ -317,11 +299,11 @@ return {seen, generic, shared: await fs.readTextFile("shared")};
 		if _, out := execute(t, cs, map[string]any{"language": c.language, "code": mark}); out == nil || out.ExitCode != 0 {
 			t.Fatalf("step %d: marks again: %+v", i, out)
 		}
-		if q := warm(); q != p {
-			t.Errorf("step %d: the session's jail was replaced by a %s program", i, c.language)
-		}
 	}
 	served := p.Stats()
+	if served.Warm+served.Cold != 7 {
+		t.Errorf("the pool ran %d programs, want all 7: %+v", served.Warm+served.Cold, served)
+	}
 	for _, l := range []string{"TS", "ts ", "../js", "JS", "javascript"} {
 		if res, _ := execute(t, cs, map[string]any{"language": l, "code": "return 1"}); !res.IsError {
 			t.Errorf("language %q was run: %q", l, text(res))
@@ -330,7 +312,7 @@ return {seen, generic, shared: await fs.readTextFile("shared")};
 	// deno is a language of execute's, but not of the jail's worker.
 	_, _ = execute(t, cs, map[string]any{"language": "deno", "code": "console.log(1)"})
 	if st := p.Stats(); st.Warm+st.Cold != served.Warm+served.Cold {
-		t.Errorf("names near ts and js (or deno) used the session's TypeScript jail: %+v, before %+v", st, served)
+		t.Errorf("names near ts and js (or deno) used the TypeScript pool: %+v, before %+v", st, served)
 	}
 	closeWithin(t, s)
 	if err := w.Flush(); err != nil {
@@ -349,36 +331,18 @@ return {seen, generic, shared: await fs.readTextFile("shared")};
 	}
 }
 
-// Attack: while a session's program runs in its own warm jail, other
-// sessions' calls push the warm jails past serve.max_concurrent, and the
-// busy session's is the least recently readied. Evicting it would cancel
-// the program with its jail; it must run to its end, and the session keep
-// its jail until then. So too when another call of the same session, in
-// another language, would replace that jail meanwhile.
-func TestAttackEvictionSparesRunningProgram(t *testing.T) {
+// Attack: while a session's program runs in a jail of the pool, other
+// sessions' calls, and the same session's in another language, take the
+// pools' other jails and more: the program runs to its end, whatever the
+// pool builds or destroys meanwhile.
+func TestAttackBusyPoolSparesRunningProgram(t *testing.T) {
 	s := tightServer(t, 2)
 	a := connect(t, s)
 	if _, out := execute(t, a, map[string]any{"code": "return 1"}); out == nil {
 		t.Fatal("the first call made no workspace")
 	}
-	warm := func() *sandbox.Pool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, se := range s.sessions {
-			if se.warm != nil {
-				return se.warm
-			}
-		}
-		return nil
-	}
+	p := s.poolFor("ts")
 	deadline := time.Now().Add(30 * time.Second)
-	var p *sandbox.Pool
-	for p = warm(); p == nil || p.Stats().Ready == 0; p = warm() {
-		if time.Now().After(deadline) {
-			t.Fatal("the session's jail was not readied in 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	long := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		res, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
@@ -390,18 +354,15 @@ func TestAttackEvictionSparesRunningProgram(t *testing.T) {
 	}()
 	for p.Stats().InFlight == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the long program did not start in the session's jail")
+			t.Fatal("the long program did not start in the pool")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	// The same session, in Python: its jail would be replaced by a Python one.
 	if res, _ := execute(t, a, map[string]any{"language": "py", "code": "print(1)"}); res.IsError {
 		t.Errorf("python in the busy session: %q", text(res))
 	}
-	for range 2 {
-		if res, _ := execute(t, connect(t, s), map[string]any{"code": "return 2"}); res.IsError {
-			t.Errorf("another session: %q", text(res))
-		}
+	if res, _ := execute(t, connect(t, s), map[string]any{"code": "return 2"}); res.IsError {
+		t.Errorf("another session: %q", text(res))
 	}
 	res := <-long
 	b, _ := json.Marshal(res.StructuredContent)

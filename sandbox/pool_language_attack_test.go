@@ -10,20 +10,20 @@ import (
 )
 
 // Attacks on a warm jail that runs the programs of another language than
-// its pool's (Pool.RunInAs, SameWorker: one engine worker for TypeScript
+// its pool's (Pool.Do, SameWorker: one engine worker for TypeScript
 // and JavaScript).
 
 // Language names near a real one, or naming another worker, given to
-// RunInAs of a TypeScript and of a Python pool: each is refused with an
+// Do of a TypeScript and of a Python pool: each is refused with an
 // error (no panic), before the pool hands out a jail (none is used up, none
 // is audited), and the pools still run their own programs afterwards.
-func TestAttackRunInAsLanguageNames(t *testing.T) {
+func TestAttackPoolLanguageNames(t *testing.T) {
 	var buf syncBuffer
 	w := audit.New(&buf)
 	ts := jsPool(t, PoolOptions{Size: 1, Audit: w}, 0)
 	defer ts.Close()
 	py := pyPool(t, nil, PoolOptions{Size: 1, Audit: w})
-	bad := []string{"", "TS", "Ts", "ts ", " js", "js\x00", "../js", "js/../ts", "javascript", "typescript",
+	bad := []string{"TS", "Ts", "ts ", " js", "js\x00", "../js", "js/../ts", "javascript", "typescript",
 		"deno", "python", "py", "sh", "execute.js", ".js", "ts\njs"}
 	for _, l := range bad {
 		for _, c := range []struct {
@@ -36,18 +36,18 @@ func TestAttackRunInAsLanguageNames(t *testing.T) {
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
-						t.Errorf("a %s pool's RunInAs(%q) panicked: %v", c.name, l, r)
+						t.Errorf("a %s pool's Do(%q) panicked: %v", c.name, l, r)
 					}
 				}()
-				x, dir, err := c.p.RunInAs(context.Background(), l, []byte("console.log(1)\n"), "-")
-				if err == nil || x != nil || dir != "" {
+				x, err := c.p.Do(context.Background(), Job{Language: l, Source: []byte("console.log(1)\n"), File: "-"})
+				if err == nil || x != nil {
 					t.Errorf("a %s pool ran a program of language %q: %+v, %v", c.name, l, x, err)
 				}
 			}()
 		}
 	}
 	for _, l := range []string{"ts", "js"} {
-		if _, _, err := py.RunInAs(context.Background(), l, []byte("return 1"), "-"); err == nil {
+		if _, err := py.Do(context.Background(), Job{Language: l, Source: []byte("return 1"), File: "-"}); err == nil {
 			t.Errorf("a py pool ran a %s program", l)
 		}
 	}
@@ -57,10 +57,10 @@ func TestAttackRunInAsLanguageNames(t *testing.T) {
 	if st := py.Stats(); st.Warm+st.Cold != 0 {
 		t.Errorf("the refused programs used jails of the py pool: %+v", st)
 	}
-	if x, _, err := ts.RunInAs(context.Background(), "js", []byte("return 6 * 7"), "-"); err != nil || string(x.Result) != "42" {
+	if x, err := ts.Do(context.Background(), Job{Language: "js", Source: []byte("return 6 * 7"), File: "-"}); err != nil || string(x.Result) != "42" {
 		t.Errorf("after the refusals, js on the ts pool: %+v, %v", x, err)
 	}
-	if x, _, err := py.RunInAs(context.Background(), "py", []byte("import crucible\ncrucible.result = 42\n"), "-"); err != nil || string(x.Result) != "42" {
+	if x, err := py.Do(context.Background(), Job{Language: "py", Source: []byte("import crucible\ncrucible.result = 42\n"), File: "-"}); err != nil || string(x.Result) != "42" {
 		t.Errorf("after the refusals, py on the py pool: %+v, %v", x, err)
 	}
 	ts.Close()
@@ -80,12 +80,12 @@ func TestAttackRunInAsLanguageNames(t *testing.T) {
 // readied for TypeScript) finds none of them, and runs with JavaScript's
 // semantics where TypeScript's differ (f<T>(x) is two comparisons in
 // JavaScript, a generic call in TypeScript); and the other way round.
-func TestAttackRunInAsIsolation(t *testing.T) {
+func TestAttackPoolLanguageIsolation(t *testing.T) {
 	p := jsPool(t, PoolOptions{Size: 1}, 0)
 	defer p.Close()
 	run := func(language, src string) *Result {
 		t.Helper()
-		x, _, err := p.RunInAs(context.Background(), language, []byte(src), "-")
+		x, err := p.Do(context.Background(), Job{Language: language, Source: []byte(src), File: "-"})
 		if err != nil {
 			t.Fatalf("%s: %v", language, err)
 		}
