@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
@@ -49,12 +48,7 @@ func TestLateWorkspace(t *testing.T) {
 	}
 	s.Late = NewLateWorkspace()
 	done := runAsync(t, s)
-	var w *os.File
-	select {
-	case w = <-in:
-	case <-time.After(deadline):
-		t.Fatal("the jail never handed over its stdin pipe")
-	}
+	w := in.pipe(t)
 	out.waitFor(t, "waiting\n")
 	if err := s.Late.Bind(dir); err != nil {
 		t.Fatal(err)
@@ -113,7 +107,7 @@ func TestLateWorkspaceRefused(t *testing.T) {
 	s.Stdin, s.Stdout = in, &out
 	s.Late = NewLateWorkspace()
 	done := runAsync(t, s)
-	w := <-in
+	w := in.pipe(t)
 	var se *SetupError
 	if err := s.Late.Bind(link); !errors.As(err, &se) || se.Layer != "workspace" || strings.Contains(se.Error(), real) {
 		t.Errorf("Bind of a symlink: %v, want a SetupError of layer workspace without the path", err)

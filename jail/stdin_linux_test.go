@@ -22,6 +22,18 @@ func (takeStdin) Read([]byte) (int, error) {
 
 func (c takeStdin) UseStdinPipe(w *os.File) { c <- w }
 
+// pipe waits for the jail to hand over its stdin pipe.
+func (c takeStdin) pipe(t *testing.T) *os.File {
+	t.Helper()
+	select {
+	case w := <-c:
+		return w
+	case <-time.After(deadline):
+		t.Fatal("the jail never handed over its stdin pipe")
+		return nil
+	}
+}
+
 // A Stdin that takes the pipe gets it once the jail runs, and what it
 // writes reaches the command: more than a pipe holds at once too, the
 // write waiting for the command to read.
@@ -32,12 +44,7 @@ func TestStdinTaker(t *testing.T) {
 	var out bytes.Buffer
 	s.Stdin, s.Stdout = in, &out
 	done := runAsync(t, s)
-	var w *os.File
-	select {
-	case w = <-in:
-	case <-time.After(deadline):
-		t.Fatal("the jail never handed over its stdin pipe")
-	}
+	w := in.pipe(t)
 	job := bytes.Repeat([]byte("x"), 1<<20)
 	if _, err := w.Write(job); err != nil {
 		t.Fatal(err)

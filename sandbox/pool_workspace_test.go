@@ -29,20 +29,6 @@ func hostWorkspace(t *testing.T) string {
 	return dir
 }
 
-// files lists a directory's names.
-func files(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // A pool with PoolOptions.Workspaces runs each job in the workspace it
 // brings, bound late into a jail built without one: the program reads and
 // writes it by absolute and by relative paths, what it writes belongs to
@@ -89,7 +75,7 @@ crucible.result = " ".join(sorted(os.listdir(".")))`},
 				}
 			}
 			for who, dir := range dirs {
-				if got := files(t, dir); !slices.Equal(got, want[who]) {
+				if got := testenv.DirNames(t, dir); !slices.Equal(got, want[who]) {
 					t.Errorf("workspace %s holds %q, want %q", who, got, want[who])
 				}
 				st, err := os.Stat(filepath.Join(dir, want[who][0]))
@@ -169,7 +155,7 @@ func TestAttackWorkspaceBeforeWork(t *testing.T) {
 			t.Errorf("round %d: stdout %q, result %s; want the job written, and only job and kept there", round, x.Stdout, x.Result)
 		}
 	}
-	if got := files(t, dir); !slices.Equal(got, []string{"job", "kept"}) {
+	if got := testenv.DirNames(t, dir); !slices.Equal(got, []string{"job", "kept"}) {
 		t.Errorf("the workspace holds %q, want job and kept", got)
 	}
 }

@@ -322,19 +322,6 @@ func fileSum(p string) string {
 	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
 
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // Attack: with a host directory as /workspace, plant symlinks to host files
 // and write through them, climb out with .., and hardlink host files into the
 // workspace (to keep them, or to write them later). Every write lands in the
@@ -349,7 +336,7 @@ func TestAttackHostWorkspaceEscape(t *testing.T) {
 	for _, p := range watched {
 		sums[p] = fileSum(p)
 	}
-	siblings := dirNames(t, parent)
+	siblings := testenv.DirNames(t, parent)
 
 	r := jailSh(t, `cd /workspace || exit 99
 ln -s /etc/shadow shadow; echo h-pwned > shadow; echo "shadow rc=$?"
@@ -371,10 +358,10 @@ ln /etc/ld.so.cache h3; echo "ln bound rc=$?"`, "--workspace", ws)
 			t.Errorf("host %s changed", p)
 		}
 	}
-	if got := dirNames(t, parent); !slices.Equal(got, siblings) {
+	if got := testenv.DirNames(t, parent); !slices.Equal(got, siblings) {
 		t.Errorf("the workspace's host parent changed: %q, was %q", got, siblings)
 	}
-	if got, want := dirNames(t, ws), []string{"passwd", "shadow", "up"}; !slices.Equal(got, want) {
+	if got, want := testenv.DirNames(t, ws), []string{"passwd", "shadow", "up"}; !slices.Equal(got, want) {
 		t.Errorf("the workspace holds %q, want only the symlinks %q", got, want)
 	}
 }

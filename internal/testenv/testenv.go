@@ -67,3 +67,17 @@ func missing(t testing.TB, reason string) {
 	}
 	t.Skip(reason)
 }
+
+// DirNames lists the names in dir, sorted.
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
