@@ -1,33 +1,45 @@
-// Command serve measures `execute` of `return 1` through `crucible serve`,
-// end to end, with the official Go SDK client, against the warm pool's own
-// figure in this process, in one run. The rows:
+// Command serve measures `execute` of a program that returns 1, through
+// `crucible serve`, end to end with the official Go SDK client, against a
+// warm pool in this process, in one run: what issue 28 asks of the server.
 //
-//   - pool: sandbox.Pool.Run in this process (size 2), the baseline;
-//   - stdio: a client that starts `crucible serve` (CommandTransport);
-//   - http stateless: a 2026-07-28 client of `crucible serve --http` (each
-//     call a fresh workspace, so a warm jail);
-//   - http session: one 2025-11-25 session; its first execution makes the
-//     session's workspace and every later one runs in it, on the warm jail
-//     the server readied with it after the last one (in a new jail when
-//     that is not ready yet);
-//   - http session, first call: a new 2025-11-25 session per execution
-//     (connecting is not timed), so that each call is a fresh workspace;
-//   - http session, ts and js: another such session, whose programs
-//     alternate between TypeScript and JavaScript;
-//   - crucible run: the same program, cold, the whole process;
-//   - stdio / http refused: execute with empty code, refused before any
+// Latency rows, one call at a time, in ts, js and py (py when python3 is
+// here), each row's ratio against the in-process row of its language:
+//
+//   - pool (in process): sandbox.Pool.Run of a ts pool and of a py pool
+//     (size 2, no workspace), js by Pool.Do on the ts pool: the baselines;
+//   - stdio session: later calls in the one session of a client that starts
+//     `crucible serve` (CommandTransport), all in the session's workspace;
+//   - stdio handle: calls in it that pass back the workspace handle of an
+//     earlier result;
+//   - http first call: a new 2025-11-25 session per call (connecting is
+//     not timed), so a fresh workspace;
+//   - http session: later calls in one 2025-11-25 session;
+//   - http stateless: a 2026-07-28 client, a fresh workspace per call;
+//   - http handle: that client, passing back the handle of an earlier
+//     result;
+//   - "100 ms apart": calls in a session 100 ms after the last one ended,
+//     instead of once the pools are full again;
+//   - crucible run / crucible exec (cold): a new process and a new jail per
+//     call, `return 1` and /bin/true;
+//   - stdio / http refused: execute with blank code, refused before any
 //     jail: the transport's and the SDK's own cost.
 //
-// Three phases, each alternating the rows -runs times: latency (one call
-// at a time, each started when the pools are full again), sequential
-// throughput (calls back to back), and throughput with -conc callers. The
-// CPU time and page faults per execution, of the process that does the
-// work (the server with its reaped children, or this one for the pool),
-// are taken over the sequential phase, jail builds included.
+// The calls of the other rows that run a program each start once the
+// pools that serve them are full (a server's crucible_pool_ready, from
+// /metrics). The CPU time and page
+// faults per execution are of the process that does the work (the server
+// with its reaped children; this one for the in-process pool; the cold
+// command's own), from a row's first call until its pools are full again.
+//
+// Then bursts, ts over HTTP: calls back to back in one session, and -conc
+// sessions each calling back to back; the latency of each call, beside the
+// rate at which the server's pools handed out jails (each then rebuilt) and
+// a cold run's p50, which no call should exceed.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -54,30 +66,32 @@ import (
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
-const code = "return 1\n"
+// sources are the programs, by language, each of which returns 1.
+var sources = map[string]string{
+	"ts": "return 1\n",
+	"js": "return 1\n",
+	"py": "import crucible\ncrucible.result = 1\n",
+}
+
+// files name the programs as the server does.
+var files = map[string]string{"ts": "execute.ts", "js": "execute.js", "py": "execute.py"}
 
 // serveConfig turns the rate limit off (10/s per client by default) and
-// lets every caller of the benchmark run at once.
+// lets every caller of the benchmark run at once; the pool is the
+// default's.
 const serveConfig = "serve:\n  rate: 0\n  max_concurrent: 8\n  pool: 2\n"
 
-// pooled is the warm jails a server with cfg keeps when full: serve.pool
-// for each language whose runtime is here (ts and js always, py with
-// python3), as the server decides it.
-func pooled(cfg *config.Config) int {
-	n := 0
-	for _, l := range []string{"ts", "js", "py"} {
-		if _, err := sandbox.Program(cfg, l, nil, "-"); err == nil {
-			n += cfg.Serve.Pool
-		}
-	}
-	return n
-}
+// spaced is the pause between the calls of a "100 ms apart" row.
+const spaced = 100 * time.Millisecond
+
+// baselineSize is the in-process pools' size, serve.pool's default.
+const baselineSize = 2
 
 func main() {
 	crucible := flag.String("crucible", "/tmp/crucible", "the crucible binary")
-	n := flag.Int("n", 50, "executions per row in each run")
-	runs := flag.Int("runs", 4, "runs per row and phase, alternating the rows")
-	conc := flag.Int("conc", 2, "callers at once in the concurrent phase")
+	n := flag.Int("n", 20, "calls per row in each run (per caller, in a burst)")
+	runs := flag.Int("runs", 3, "runs per row, alternating the rows")
+	conc := flag.Int("conc", 8, "sessions calling at once in the concurrent burst")
 	flag.Parse()
 	if err := bench(*crucible, *n, *runs, *conc); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/serve:", err)
@@ -85,22 +99,28 @@ func main() {
 	}
 }
 
-// row is one way of running an execution.
+// row is one way of running an execution, in the latency phase.
 type row struct {
 	name string
+	// base is the row this one's ratio is against: the in-process pool of
+	// its language (itself, for that row); nil for none.
+	base *row
+	// prepare, if not nil, does the untimed work before call i of a run.
+	prepare func(ctx context.Context, i int) error
 	// call runs one execution, checks its result, and returns the
 	// sandbox's own duration_ms for it (-1 if none).
-	call func(ctx context.Context, caller int) (int64, error)
-	// ready waits until the warm jails are all there.
+	call func(ctx context.Context) (int64, error)
+	// ready waits until the warm jails the calls take are all there.
 	ready func() error
+	// gap, if not 0, is the pause between calls, instead of ready.
+	gap time.Duration
 	// usage reads the CPU time and page faults so far of the process
-	// doing the work; nil when call reports them itself.
+	// doing the work.
 	usage func() (usage, error)
 
 	lat       []time.Duration
 	inner     []float64 // duration_ms, as the sandbox measured it
-	seq, par  []float64 // executions/s per run
-	used      usage     // over the sequential phase
+	used      usage
 	usedCalls int
 }
 
@@ -112,6 +132,17 @@ type usage struct {
 
 func (u usage) sub(v usage) usage { return usage{u.cpu - v.cpu, u.faults - v.faults} }
 func (u usage) add(v usage) usage { return usage{u.cpu + v.cpu, u.faults + v.faults} }
+
+// per is u per one of n, as "1.2 ms, 345".
+func (u usage) per(n int) string {
+	n = max(n, 1)
+	return fmt.Sprintf("%.1f ms, %.0f", ms(u.cpu)/float64(n), float64(u.faults)/float64(n))
+}
+
+// scale is u times f.
+func (u usage) scale(f float64) usage {
+	return usage{time.Duration(float64(u.cpu) * f), int64(float64(u.faults) * f)}
+}
 
 func bench(crucible string, n, runs, conc int) error {
 	ctx := context.Background()
@@ -125,127 +156,321 @@ func bench(crucible string, n, runs, conc int) error {
 	if err := os.WriteFile(cfgPath, []byte(serveConfig), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(progPath, []byte(code), 0o644); err != nil {
+	if err := os.WriteFile(progPath, []byte(sources["ts"]), 0o644); err != nil {
 		return err
 	}
-
-	// The baseline: a pool in this process, as bench/runtimes has it.
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return err
 	}
-	pool, err := sandbox.NewPool(cfg, "ts", sandbox.PoolOptions{Size: 2})
+	langs := []string{"ts", "js"}
+	if hasPython(cfg) {
+		langs = append(langs, "py")
+	}
+	bases, closePools, err := baselines(cfg, langs)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	poolRow := &row{name: "pool (in process)",
-		call: func(ctx context.Context, _ int) (int64, error) {
-			x, err := pool.Run(ctx, []byte(code), "execute.ts")
-			if err != nil {
-				return 0, err
+	defer closePools()
+	var g rig
+	defer g.close()
+	if err := g.start(ctx, crucible, cfgPath, pooled(cfg)); err != nil {
+		return err
+	}
+
+	rows := g.rows(langs, bases)
+	cold := coldRow("crucible run (cold)", crucible, "1", "run", "--json", progPath)
+	rows = append(rows, cold,
+		coldRow("crucible exec (cold)", crucible, "", "exec", "--json", "--", "/bin/true"),
+		refusedRow("stdio refused", g.stdio, g.stdio.sess),
+		refusedRow("http refused", g.web, g.stateless))
+	for _, r := range rows { // a check that each works, and a warm-up
+		if err := r.measure(ctx, 1); err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+		r.lat, r.inner, r.used, r.usedCalls = nil, nil, usage{}, 0
+	}
+	if err := latency(ctx, rows, n, runs); err != nil {
+		return err
+	}
+	bursts, err := g.web.bursts(ctx, conc, &g.cleanup)
+	if err != nil {
+		return err
+	}
+	if err := burstPhase(ctx, g.web, bursts, n, runs); err != nil {
+		return err
+	}
+	report(rows, n, runs)
+	for _, s := range []*server{g.stdio, g.web} {
+		fmt.Printf("%s: its CPU and faults leave out this benchmark's reads of /metrics, %.2f ms and %.1f faults each\n",
+			s.name, ms(s.perScrape.cpu)/calibrationScrapes, float64(s.perScrape.faults)/calibrationScrapes)
+	}
+	reportBursts(bursts, cold)
+	return nil
+}
+
+// rig is what the server rows run on: the two servers, and the HTTP
+// sessions that outlive a call.
+type rig struct {
+	stdio, web         *server
+	session, stateless *mcp.ClientSession
+	cleanup            []func() // in reverse, at close
+}
+
+// start starts the servers, each of which keeps full warm jails when its
+// pools are full, and connects the sessions.
+func (g *rig) start(ctx context.Context, crucible, cfgPath string, full int) error {
+	var err error
+	if g.stdio, err = startStdio(ctx, crucible, cfgPath, &g.cleanup); err != nil {
+		return err
+	}
+	if g.web, err = startHTTP(crucible, cfgPath, &g.cleanup); err != nil {
+		return err
+	}
+	for _, s := range []*server{g.stdio, g.web} {
+		s.full = full
+		if err := s.calibrate(); err != nil {
+			return err
+		}
+	}
+	if g.session, err = g.web.session(ctx, "2025-11-25", &g.cleanup); err != nil {
+		return fmt.Errorf("http, session: %w", err)
+	}
+	if g.stateless, err = g.web.session(ctx, "2026-07-28", &g.cleanup); err != nil {
+		return fmt.Errorf("http, stateless: %w", err)
+	}
+	return nil
+}
+
+func (g *rig) close() {
+	for _, f := range slices.Backward(g.cleanup) {
+		f()
+	}
+}
+
+// rows are the latency rows of each language: its baseline, then the
+// server's.
+func (g *rig) rows(langs []string, bases map[string]*row) []*row {
+	var rows []*row
+	for _, l := range langs {
+		b := bases[l]
+		rows = append(rows, b,
+			execRow("stdio session", l, b, g.stdio, in(g.stdio.sess)),
+			spacedRow(execRow("stdio session 100 ms apart", l, b, g.stdio, in(g.stdio.sess))),
+			handleRow("stdio handle", l, b, g.stdio, g.stdio.sess),
+			firstCallRow(l, b, g.web, &g.cleanup),
+			execRow("http session", l, b, g.web, in(g.session)),
+			spacedRow(execRow("http session 100 ms apart", l, b, g.web, in(g.session))),
+			execRow("http stateless", l, b, g.web, in(g.stateless)),
+			handleRow("http handle", l, b, g.web, g.stateless))
+	}
+	return rows
+}
+
+// latency runs each row n times a run, runs times, alternating the rows,
+// so that drift in the machine's speed hits all alike.
+func latency(ctx context.Context, rows []*row, n, runs int) error {
+	order := make([]string, len(rows))
+	byName := map[string]*row{}
+	for i, r := range rows {
+		order[i] = r.name
+		byName[r.name] = r
+	}
+	var failed error
+	timing.Alternate(order, runs, func(name string) {
+		if failed == nil {
+			if err := byName[name].measure(ctx, n); err != nil {
+				failed = fmt.Errorf("%s: %w", name, err)
 			}
-			if x.Error != nil || string(x.Result) != "1" {
-				return 0, fmt.Errorf("pool: result %s, error %v", x.Result, x.Error)
+		}
+	})
+	return failed
+}
+
+// measure runs n of r's calls one at a time, each once r is ready (or gap
+// after the last), and adds up their latency and the work they took, from
+// the first call until the pools are full again: the refills are the
+// executions' work too.
+func (r *row) measure(ctx context.Context, n int) error {
+	var before usage
+	for i := range n {
+		if r.prepare != nil {
+			if err := r.prepare(ctx, i); err != nil {
+				return err
 			}
-			return x.DurationMS, nil
-		},
-		ready: func() error {
-			return waitFor(func() (bool, error) { return pool.Stats().Ready == 2, nil })
-		},
-		usage: selfUsage,
+		}
+		if r.gap > 0 && i > 0 {
+			time.Sleep(r.gap)
+		} else if err := r.ready(); err != nil {
+			return err
+		}
+		if i == 0 {
+			var err error
+			if before, err = r.usage(); err != nil {
+				return err
+			}
+		}
+		t := time.Now()
+		ms, err := r.call(ctx)
+		d := time.Since(t)
+		if err != nil {
+			return err
+		}
+		r.lat = append(r.lat, d)
+		if ms >= 0 {
+			r.inner = append(r.inner, float64(ms))
+		}
 	}
-
-	// stdio: the client starts the server.
-	metricsAddr, err := freeAddr()
+	if err := r.ready(); err != nil {
+		return err
+	}
+	after, err := r.usage()
 	if err != nil {
 		return err
 	}
-	stdioCmd := exec.Command(crucible, "serve", "--config", cfgPath, "--metrics", metricsAddr)
-	stdioCmd.Stderr = os.Stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench-serve", Version: "1"}, nil)
-	stdio, err := client.Connect(ctx, &mcp.CommandTransport{Command: stdioCmd}, nil)
-	if err != nil {
-		return fmt.Errorf("crucible serve (stdio): %w", err)
-	}
-	defer func() { _ = stdio.Close() }()
-	stdioPid := stdioCmd.Process.Pid
-	if err := waitHealthy("http://" + metricsAddr); err != nil {
-		return err
-	}
+	r.used = r.used.add(after.sub(before))
+	r.usedCalls += n
+	return nil
+}
 
-	// HTTP: one server, stateless callers and session callers.
-	httpAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	token := make([]byte, 24)
-	_, _ = rand.Read(token)
-	tok := hex.EncodeToString(token)
-	httpCmd := exec.Command(crucible, "serve", "--config", cfgPath, "--http", httpAddr)
-	httpCmd.Env = append(os.Environ(), "CRUCIBLE_TOKEN="+tok)
-	httpCmd.Stderr = os.Stderr
-	if err := httpCmd.Start(); err != nil {
-		return err
-	}
-	defer stop(httpCmd)
-	base := "http://" + httpAddr
-	if err := waitHealthy(base); err != nil {
-		return err
-	}
-	hc := &http.Client{Transport: bearer{tok, &http.Transport{MaxIdleConnsPerHost: 16}}}
-	connect := func(version string) (*mcp.ClientSession, error) {
-		var o *mcp.ClientSessionOptions
-		if version != "" {
-			o = &mcp.ClientSessionOptions{ProtocolVersion: version}
+// baselines are the in-process rows, by language: a ts pool (js on it
+// too) and a py pool, as the server keeps them but in this process, and
+// without a workspace. A row waits for both pools full, as a server's rows
+// wait for all of the server's.
+func baselines(cfg *config.Config, langs []string) (map[string]*row, func(), error) {
+	var pools []*sandbox.Pool
+	closeAll := func() {
+		for _, p := range pools {
+			p.Close()
 		}
-		return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc}, o)
 	}
-	stateless := make([]*mcp.ClientSession, conc)
-	sessions := make([]*mcp.ClientSession, conc)
-	mixed := make([]*mcp.ClientSession, conc)
-	for i := range conc {
-		if stateless[i], err = connect(""); err != nil {
-			return fmt.Errorf("http, stateless: %w", err)
+	byLang := map[string]*sandbox.Pool{}
+	for _, l := range langs {
+		if l == "js" {
+			continue // the ts pool's
 		}
-		defer func() { _ = stateless[i].Close() }()
-		if sessions[i], err = connect("2025-11-25"); err != nil {
-			return fmt.Errorf("http, session: %w", err)
+		p, err := sandbox.NewPool(cfg, l, sandbox.PoolOptions{Size: baselineSize})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
 		}
-		defer func() { _ = sessions[i].Close() }()
-		if mixed[i], err = connect("2025-11-25"); err != nil {
-			return fmt.Errorf("http, session ts and js: %w", err)
-		}
-		defer func() { _ = mixed[i].Close() }()
+		pools = append(pools, p)
+		byLang[l] = p
 	}
-	if v := sessions[0].InitializeResult().ProtocolVersion; v != "2025-11-25" {
-		return fmt.Errorf("http, session: protocol %s, not 2025-11-25", v)
+	byLang["js"] = byLang["ts"]
+	ready := func() error {
+		return waitFor(func() (bool, error) {
+			for _, p := range pools {
+				if p.Stats().Ready < baselineSize {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
 	}
+	rows := map[string]*row{}
+	for _, l := range langs {
+		p, job := byLang[l], sandbox.Job{Source: []byte(sources[l]), File: files[l], Language: l}
+		r := &row{name: "pool (in process), " + l, ready: ready, usage: selfUsage,
+			call: func(ctx context.Context) (int64, error) {
+				x, err := p.Do(ctx, job)
+				if err != nil {
+					return 0, err
+				}
+				if x.Error != nil || string(x.Result) != "1" {
+					return 0, fmt.Errorf("pool: result %s, error %v", x.Result, x.Error)
+				}
+				return x.DurationMS, nil
+			}}
+		r.base = r
+		rows[l] = r
+	}
+	return rows, closeAll, nil
+}
 
-	// Every pool full, Python's too: waiting for fewer could start a call
-	// while the TypeScript pool still builds.
-	full := pooled(cfg)
-	serverReady := func(url string) func() error {
-		return func() error {
-			return waitFor(func() (bool, error) {
-				r, sessions, err := poolReady(url)
-				return r >= full && sessions, err
-			})
+// target is where a call goes: a session, and the workspace handle it
+// passes back ("" for none).
+type target func() (*mcp.ClientSession, string)
+
+// in is the calls of session sess, without a handle.
+func in(sess *mcp.ClientSession) target {
+	return func() (*mcp.ClientSession, string) { return sess, "" }
+}
+
+// execRow is calls of the program in language on server s, each to where
+// to says.
+func execRow(name, language string, base *row, s *server, to target) *row {
+	return &row{name: name + ", " + language, base: base, ready: s.ready, usage: s.usage,
+		call: func(ctx context.Context) (int64, error) {
+			sess, handle := to()
+			ms, _, err := callExecute(ctx, sess, language, handle)
+			return ms, err
+		}}
+}
+
+// spacedRow makes r's calls 100 ms apart, as a model's would be.
+func spacedRow(r *row) *row {
+	r.gap = spaced
+	return r
+}
+
+// handleRow is calls on sess that pass back the workspace handle of an
+// earlier result. Each run gets a handle of its own, untimed: a client
+// holds 32 workspaces at most, the least recently used deleted past that,
+// and a run of the stateless rows makes more.
+func handleRow(name, language string, base *row, s *server, sess *mcp.ClientSession) *row {
+	var handle string
+	r := execRow(name, language, base, s, func() (*mcp.ClientSession, string) { return sess, handle })
+	r.prepare = func(ctx context.Context, i int) error {
+		if i > 0 {
+			return nil
 		}
+		var err error
+		_, handle, err = callExecute(ctx, sess, language, "")
+		return err
 	}
-	stdioReady, httpReady := serverReady("http://"+metricsAddr), serverReady(base)
-	execute := func(sess func(caller int) *mcp.ClientSession) func(context.Context, int) (int64, error) {
-		return func(ctx context.Context, caller int) (int64, error) {
-			return callExecute(ctx, sess(caller), code, "ts")
+	return r
+}
+
+// firstCallRow is the first call of a new 2025-11-25 session, each call;
+// connecting (and closing the last session) is not timed.
+func firstCallRow(language string, base *row, s *server, cleanup *[]func()) *row {
+	var sess *mcp.ClientSession
+	r := execRow("http first call", language, base, s, func() (*mcp.ClientSession, string) { return sess, "" })
+	r.prepare = func(ctx context.Context, _ int) error {
+		if sess != nil {
+			_ = sess.Close()
 		}
+		var err error
+		sess, err = s.connect(ctx, "2025-11-25")
+		return err
 	}
-	next := make([]int, conc) // of "http session, ts and js": each caller's count, which picks its language
-	alternate := func(ctx context.Context, caller int) (int64, error) {
-		next[caller]++ // a caller's calls follow one another
-		return callExecute(ctx, mixed[caller], code, []string{"ts", "js"}[next[caller]%2])
-	}
-	refused := func(sess *mcp.ClientSession) func(context.Context, int) (int64, error) {
-		return func(ctx context.Context, _ int) (int64, error) {
+	*cleanup = append(*cleanup, func() {
+		if sess != nil {
+			_ = sess.Close()
+		}
+	})
+	return r
+}
+
+// coldRow runs `crucible ARGS` per call, each process timed whole, its
+// own CPU time and page faults added up; its result must be want ("" for
+// none, only exit 0).
+func coldRow(name, crucible, want string, args ...string) *row {
+	var total usage
+	return &row{name: name, ready: none,
+		usage: func() (usage, error) { return total, nil },
+		call: func(ctx context.Context) (int64, error) {
+			u, ms, err := runCold(ctx, crucible, want, args...)
+			total = total.add(u)
+			return ms, err
+		}}
+}
+
+// refusedRow is execute with blank code: refused before any jail.
+func refusedRow(name string, s *server, sess *mcp.ClientSession) *row {
+	return &row{name: name, ready: none, usage: s.usage,
+		call: func(ctx context.Context) (int64, error) {
 			r, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": " "}})
 			if err != nil {
 				return 0, err
@@ -254,212 +479,345 @@ func bench(crucible string, n, runs, conc int) error {
 				return 0, errors.New("empty code was not refused")
 			}
 			return -1, nil
-		}
-	}
-	var fresh *mcp.ClientSession // the session of "http session, first call"
-	rows := []*row{
-		poolRow,
-		{name: "stdio", call: execute(func(int) *mcp.ClientSession { return stdio }), ready: stdioReady, usage: procUsage(stdioPid)},
-		{name: "http stateless", call: execute(func(i int) *mcp.ClientSession { return stateless[i] }), ready: httpReady, usage: procUsage(httpCmd.Process.Pid)},
-		{name: "http session", call: execute(func(i int) *mcp.ClientSession { return sessions[i] }), ready: httpReady, usage: procUsage(httpCmd.Process.Pid)},
-		{name: "http session, ts and js", call: alternate, ready: httpReady, usage: procUsage(httpCmd.Process.Pid)},
-		{name: "http session, first call", call: execute(func(int) *mcp.ClientSession { return fresh }),
-			ready: func() error {
-				if fresh != nil {
-					_ = fresh.Close()
-				}
-				var err error
-				if fresh, err = connect("2025-11-25"); err != nil {
-					return err
-				}
-				return httpReady()
-			}},
-		{name: "crucible run (cold)", ready: func() error { return nil }},
-		{name: "stdio refused", call: refused(stdio), ready: func() error { return nil }},
-		{name: "http refused", call: refused(stateless[0]), ready: func() error { return nil }},
-	}
-	cold := rows[slices.IndexFunc(rows, func(r *row) bool { return r.name == "crucible run (cold)" })]
-	var coldMu sync.Mutex // its callers add up their processes' usage
-	cold.call = func(ctx context.Context, _ int) (int64, error) {
-		u, ms, err := runCold(ctx, crucible, progPath)
-		coldMu.Lock()
-		cold.used = cold.used.add(u)
-		cold.usedCalls++
-		coldMu.Unlock()
-		return ms, err
-	}
-	defer func() {
-		if fresh != nil {
-			_ = fresh.Close()
-		}
-	}()
-	order := make([]string, len(rows))
-	byName := map[string]*row{}
-	for i, r := range rows {
-		order[i] = r.name
-		byName[r.name] = r
-	}
-	for _, r := range rows { // a check that each works, and a warm-up
-		if err := r.ready(); err != nil {
-			return fmt.Errorf("%s: %w", r.name, err)
-		}
-		if _, err := r.call(ctx, 0); err != nil {
-			return fmt.Errorf("%s: %w", r.name, err)
-		}
-	}
-
-	var failed error
-	fail := func(r *row, err error) {
-		if failed == nil && err != nil {
-			failed = fmt.Errorf("%s: %w", r.name, err)
-		}
-	}
-	// Latency: one at a time, each with the warm jails all there.
-	timing.Alternate(order, runs, func(name string) {
-		r := byName[name]
-		for i := 0; i < n && failed == nil; i++ {
-			if err := r.ready(); err != nil {
-				fail(r, err)
-				return
-			}
-			t := time.Now()
-			ms, err := r.call(ctx, 0)
-			d := time.Since(t)
-			if err != nil {
-				fail(r, err)
-				return
-			}
-			r.lat = append(r.lat, d)
-			if ms >= 0 {
-				r.inner = append(r.inner, float64(ms))
-			}
-		}
-	})
-	if failed != nil {
-		return failed
-	}
-	// Throughput, one caller, then conc callers; the first also counts
-	// the work's CPU and page faults, from pools full to pools full.
-	cold.used, cold.usedCalls = usage{}, 0
-	for _, callers := range []int{1, conc} {
-		timing.Alternate(order, runs, func(name string) {
-			r := byName[name]
-			if failed != nil || name == "http session, first call" || strings.HasSuffix(name, "refused") {
-				return
-			}
-			fail(r, r.ready())
-			var before usage
-			if r.usage != nil && callers == 1 {
-				var err error
-				before, err = r.usage()
-				fail(r, err)
-			}
-			t := time.Now()
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			for c := range callers {
-				wg.Go(func() {
-					for i := c; i < n; i += callers {
-						_, err := r.call(ctx, c)
-						mu.Lock()
-						fail(r, err)
-						mu.Unlock()
-						if err != nil {
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			rate := float64(n) / time.Since(t).Seconds()
-			if callers == 1 {
-				r.seq = append(r.seq, rate)
-				fail(r, r.ready()) // the refills are the executions' work too
-				if r.usage != nil {
-					after, err := r.usage()
-					fail(r, err)
-					r.used = r.used.add(after.sub(before))
-					r.usedCalls += n
-				}
-			} else {
-				r.par = append(r.par, rate)
-			}
-		})
-		if failed != nil {
-			return failed
-		}
-	}
-	report(rows, n, runs, conc)
-	return nil
+		}}
 }
 
-// report prints the table: latency, throughput, work per execution.
-func report(rows []*row, n, runs, conc int) {
-	base := rows[0]
-	slices.Sort(base.lat)
-	b50, b99 := timing.Pct(base.lat, 50), timing.Pct(base.lat, 99)
-	bseq := median(base.seq)
-	fmt.Printf("execute of %q, %d runs of %d per row, alternating; latency one at a time with the pools full\n", strings.TrimSpace(code), runs, n)
-	fmt.Printf("%-26s %9s %9s %9s %8s %8s %7s %7s %9s %9s %8s %9s\n",
-		"row", "p50", "p99", "min", "jail p50", "ratio50", "ratio99", "+p50", "seq/s", fmt.Sprintf("%d at once", conc), "ratio/s", "CPU, faults / exec")
+func none() error { return nil }
+
+// report prints the latency table.
+func report(rows []*row, n, runs int) {
+	fmt.Printf("latency: %d runs of %d calls per row, alternating; each call with the pools full, or 100 ms after the last\n", runs, n)
+	fmt.Printf("%-36s %9s %9s %9s %8s %7s %7s %18s\n",
+		"row", "p50", "p99", "min", "jail p50", "ratio50", "+p50", "CPU, faults / exec")
 	for _, r := range rows {
 		slices.Sort(r.lat)
-		p50, p99 := timing.Pct(r.lat, 50), timing.Pct(r.lat, 99)
+	}
+	var over []string
+	for _, r := range rows {
+		p50 := timing.Pct(r.lat, 50)
 		jail := "-"
 		if len(r.inner) > 0 {
 			slices.Sort(r.inner)
 			jail = fmt.Sprintf("%.0f ms", timing.Pct(r.inner, 50))
 		}
-		seq, par, ratio, work := "-", "-", "-", "-"
-		if len(r.seq) > 0 {
-			seq = fmt.Sprintf("%.1f", median(r.seq))
-			ratio = fmt.Sprintf("%.2f", median(r.seq)/bseq)
+		ratio, plus := "-", "-"
+		if r.base != nil {
+			b50 := timing.Pct(r.base.lat, 50)
+			x := float64(p50) / float64(b50)
+			ratio, plus = fmt.Sprintf("%.2f", x), fmt.Sprintf("%+.2f", ms(p50-b50))
+			if r.base != r && x > 1.3 {
+				over = append(over, r.name)
+			}
 		}
-		if len(r.par) > 0 {
-			par = fmt.Sprintf("%.1f", median(r.par))
-		}
-		if r.usedCalls > 0 {
-			work = fmt.Sprintf("%.1f ms, %d", ms(r.used.cpu)/float64(r.usedCalls), r.used.faults/int64(r.usedCalls))
-		}
-		fmt.Printf("%-26s %9s %9s %9s %8s %8.2f %7.2f %+7.2f %9s %9s %8s %9s\n", r.name,
-			fmtMS(p50), fmtMS(p99), fmtMS(r.lat[0]), jail,
-			float64(p50)/float64(b50), float64(p99)/float64(b99), ms(p50-b50), seq, par, ratio, work)
+		fmt.Printf("%-36s %9s %9s %9s %8s %7s %7s %18s\n", r.name,
+			fmtMS(p50), fmtMS(timing.Pct(r.lat, 99)), fmtMS(r.lat[0]), jail, ratio, plus, r.used.per(r.usedCalls))
 	}
-	fmt.Println("ratios and +p50 (ms) are against the pool in process; jail p50 is the sandbox's duration_ms;")
-	fmt.Println("CPU and faults: the server process with its reaped children (the pool row: this process), over the sequential phase, jail builds included")
+	fmt.Println("ratio50 and +p50 (ms): against the in-process pool of the row's language (js: on the ts pool); jail p50: the sandbox's duration_ms")
+	fmt.Println("CPU, faults / exec: of the server with its reaped children (pool rows: this process; cold rows: the command), pools refilled included")
+	fmt.Printf("goal p50 ≤ 1.3× the pool's; over it, %d rows: %s\n", len(over), cmp.Or(strings.Join(over, "; "), "none"))
 }
 
-// callExecute runs code with execute on sess and checks that it returned 1.
-func callExecute(ctx context.Context, sess *mcp.ClientSession, src, language string) (int64, error) {
-	r, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": src, "language": language}})
+// burst is calls back to back, from one session or several at once.
+type burst struct {
+	name     string
+	sessions []*mcp.ClientSession
+	lat      []time.Duration
+	jails    []float64 // jails the pools handed out per second, per run
+	waited   int64     // calls that found no jail ready
+	taken    int64     // calls the pools saw
+}
+
+// bursts are one session and conc sessions calling back to back.
+func (s *server) bursts(ctx context.Context, conc int, cleanup *[]func()) ([]*burst, error) {
+	sessions := make([]*mcp.ClientSession, conc)
+	for i := range sessions {
+		var err error
+		if sessions[i], err = s.session(ctx, "2025-11-25", cleanup); err != nil {
+			return nil, fmt.Errorf("http, burst: %w", err)
+		}
+	}
+	return []*burst{
+		{name: "http session, back to back", sessions: sessions[:1]},
+		{name: fmt.Sprintf("%d http sessions, back to back", conc), sessions: sessions},
+	}, nil
+}
+
+// burstPhase runs each burst runs times, alternating them.
+func burstPhase(ctx context.Context, s *server, bursts []*burst, n, runs int) error {
+	order := make([]string, len(bursts))
+	byName := map[string]*burst{}
+	for i, b := range bursts {
+		order[i] = b.name
+		byName[b.name] = b
+	}
+	var failed error
+	timing.Alternate(order, runs, func(name string) {
+		if failed == nil {
+			if err := byName[name].run(ctx, s, n); err != nil {
+				failed = fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	})
+	return failed
+}
+
+// run makes n calls of ts back to back in each of b's sessions at once,
+// with the pools full at the start, and reads how many jails the server's
+// pools handed out meanwhile, and how many calls found none ready.
+func (b *burst) run(ctx context.Context, s *server, n int) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	m0, err := s.scrape()
 	if err != nil {
-		return 0, err
+		return err
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed error
+	t := time.Now()
+	for _, sess := range b.sessions {
+		wg.Go(func() {
+			for range n {
+				t := time.Now()
+				_, _, err := callExecute(ctx, sess, "ts", "")
+				d := time.Since(t)
+				mu.Lock()
+				b.lat = append(b.lat, d)
+				if failed == nil {
+					failed = err
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(t).Seconds()
+	if failed != nil {
+		return failed
+	}
+	m1, err := s.scrape()
+	if err != nil {
+		return err
+	}
+	taken := m1["crucible_pool_warm_total"] + m1["crucible_pool_cold_total"] - m0["crucible_pool_warm_total"] - m0["crucible_pool_cold_total"]
+	b.jails = append(b.jails, taken/took)
+	b.taken += int64(taken)
+	b.waited += int64(m1["crucible_pool_cold_total"] - m0["crucible_pool_cold_total"])
+	return nil
+}
+
+// reportBursts prints the bursts' table; cold is the row whose p50 no call
+// should exceed.
+func reportBursts(bursts []*burst, cold *row) {
+	c50 := timing.Pct(cold.lat, 50) // sorted by report
+	fmt.Printf("\nbursts, ts over HTTP, calls back to back from the pools full; a cold build: %s p50 %s\n", cold.name, fmtMS(c50))
+	fmt.Printf("%-36s %6s %9s %9s %9s %8s %7s %s\n",
+		"burst", "calls", "p50", "p99", "max", "jails/s", "waited", "max ≤ cold")
+	for _, b := range bursts {
+		slices.Sort(b.lat)
+		top, under := b.lat[len(b.lat)-1], "yes"
+		if top > c50 {
+			under = "no"
+		}
+		fmt.Printf("%-36s %6d %9s %9s %9s %8.1f %6.0f%% %s\n", b.name, len(b.lat),
+			fmtMS(timing.Pct(b.lat, 50)), fmtMS(timing.Pct(b.lat, 99)), fmtMS(top), median(b.jails),
+			100*float64(b.waited)/float64(max(b.taken, 1)), under)
+	}
+	fmt.Println("jails/s: jails the server's pools handed out per second (crucible_pool_warm_total + _cold_total), one a call, each rebuilt:")
+	fmt.Println("the build rate the calls ran at, and the calls' rate;")
+	fmt.Println("waited: the calls that found no jail ready (crucible_pool_cold_total); the goal on the developers' VM is p99 ≤ 10 ms")
+}
+
+// server is a `crucible serve` under test.
+type server struct {
+	name string
+	base string // where its /metrics and /healthz are (and /mcp, over HTTP)
+	pid  int
+	full int // its warm jails, every pool full
+	// scrapes counts this benchmark's reads of /metrics, and perScrape
+	// is what calibrationScrapes of them cost the server.
+	scrapes   int
+	perScrape usage
+	// connect opens a session of the protocol version given (2026-07-28
+	// is stateless); nil over stdio.
+	connect func(ctx context.Context, version string) (*mcp.ClientSession, error)
+	sess    *mcp.ClientSession // over stdio, the one session
+}
+
+var client = mcp.NewClient(&mcp.Implementation{Name: "bench-serve", Version: "1"}, nil)
+
+// startStdio starts `crucible serve` as a client does, its metrics on a
+// port of their own.
+func startStdio(ctx context.Context, crucible, cfgPath string, cleanup *[]func()) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(crucible, "serve", "--config", cfgPath, "--metrics", addr)
+	cmd.Stderr = os.Stderr
+	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("crucible serve (stdio): %w", err)
+	}
+	*cleanup = append(*cleanup, func() { _ = sess.Close() })
+	s := &server{name: "stdio", base: "http://" + addr, pid: cmd.Process.Pid, sess: sess}
+	return s, waitHealthy(s.base)
+}
+
+// startHTTP starts `crucible serve --http` with a token of its own.
+func startHTTP(crucible, cfgPath string, cleanup *[]func()) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	token := make([]byte, 24)
+	_, _ = rand.Read(token)
+	tok := hex.EncodeToString(token)
+	cmd := exec.Command(crucible, "serve", "--config", cfgPath, "--http", addr)
+	cmd.Env = append(os.Environ(), "CRUCIBLE_TOKEN="+tok)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	*cleanup = append(*cleanup, func() { stop(cmd) })
+	s := &server{name: "http", base: "http://" + addr, pid: cmd.Process.Pid}
+	hc := &http.Client{Transport: bearer{tok, &http.Transport{MaxIdleConnsPerHost: 16}}}
+	s.connect = func(ctx context.Context, version string) (*mcp.ClientSession, error) {
+		return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp", HTTPClient: hc},
+			&mcp.ClientSessionOptions{ProtocolVersion: version})
+	}
+	return s, waitHealthy(s.base)
+}
+
+// session connects to an HTTP server, closed at cleanup, and checks that
+// the version is the one asked for.
+func (s *server) session(ctx context.Context, version string, cleanup *[]func()) (*mcp.ClientSession, error) {
+	sess, err := s.connect(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	*cleanup = append(*cleanup, func() { _ = sess.Close() })
+	got := ""
+	if ir := sess.InitializeResult(); ir != nil {
+		got = ir.ProtocolVersion
+	}
+	if got != version {
+		return nil, fmt.Errorf("protocol %q, not %s", got, version)
+	}
+	return sess, nil
+}
+
+// ready waits until the server's pools are all full: waiting for fewer
+// could start a ts call while the ts pool still builds.
+func (s *server) ready() error {
+	return waitFor(func() (bool, error) {
+		m, err := s.scrape()
+		return m["crucible_pool_ready"] >= float64(s.full), err
+	})
+}
+
+// usage is the server's CPU time and page faults, without what this
+// benchmark's reads of /metrics cost it: a row's calls poll it while the
+// pools refill, several times a call, and each costs the server ~0.5 ms
+// of CPU, a fair share of an execution's.
+func (s *server) usage() (usage, error) {
+	u, err := procUsage(s.pid)
+	return u.sub(s.perScrape.scale(float64(s.scrapes) / calibrationScrapes)), err
+}
+
+// calibrationScrapes are the reads of /metrics that calibrate times.
+const calibrationScrapes = 500
+
+// calibrate measures what reading /metrics costs the server, with its
+// pools full and nothing else to do.
+func (s *server) calibrate() error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	before, err := procUsage(s.pid)
+	if err != nil {
+		return err
+	}
+	for range calibrationScrapes {
+		if _, err := s.scrape(); err != nil {
+			return err
+		}
+	}
+	after, err := procUsage(s.pid)
+	s.perScrape, s.scrapes = after.sub(before), 0
+	return err
+}
+
+// scrape reads the server's unlabelled metrics, and counts the read.
+func (s *server) scrape() (map[string]float64, error) {
+	s.scrapes++
+	return scrape(s.base)
+}
+
+// pooled is the warm jails a server with cfg keeps when full: serve.pool
+// for each of its pools, ts (which serves js too) and py when python3 is
+// here, as the server decides it.
+func pooled(cfg *config.Config) int {
+	n := cfg.Serve.Pool
+	if hasPython(cfg) {
+		n += cfg.Serve.Pool
+	}
+	return n
+}
+
+// hasPython says whether py programs can run here, as the server asks it.
+func hasPython(cfg *config.Config) bool {
+	_, err := sandbox.Program(cfg, "py", nil, "-")
+	return err == nil
+}
+
+// callExecute runs the program of language with execute on sess (in the
+// workspace of handle, if not ""), checks that it returned 1, and returns
+// the sandbox's duration_ms and the workspace's handle.
+func callExecute(ctx context.Context, sess *mcp.ClientSession, language, handle string) (int64, string, error) {
+	args := map[string]any{"code": sources[language], "language": language}
+	if handle != "" {
+		args["workspace"] = handle
+	}
+	r, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: args})
+	if err != nil {
+		return 0, "", err
 	}
 	var out struct {
 		Result     json.RawMessage `json:"result"`
 		DurationMS int64           `json:"duration_ms"`
+		Workspace  string          `json:"workspace"`
 	}
 	b, _ := json.Marshal(r.StructuredContent)
 	if err := json.Unmarshal(b, &out); err != nil || r.IsError || string(out.Result) != "1" {
-		return 0, fmt.Errorf("execute: %.300s", b)
+		return 0, "", fmt.Errorf("execute: %.300s", b)
 	}
-	return out.DurationMS, nil
+	if handle != "" && out.Workspace != handle {
+		return 0, "", fmt.Errorf("execute: ran in workspace %q, not %q", out.Workspace, handle)
+	}
+	return out.DurationMS, out.Workspace, nil
 }
 
-// runCold runs `crucible run --json FILE` and returns the process's own
-// CPU time and page faults, and the sandbox's duration_ms.
-func runCold(ctx context.Context, crucible, file string) (usage, int64, error) {
-	cmd := exec.CommandContext(ctx, crucible, "run", "--json", file)
+// runCold runs `crucible ARGS` (with --json) and returns the process's
+// own CPU time and page faults, and the sandbox's duration_ms; it must
+// exit 0, with the result want if that is not "".
+func runCold(ctx context.Context, crucible, want string, args ...string) (usage, int64, error) {
+	cmd := exec.CommandContext(ctx, crucible, args...)
 	out, err := cmd.Output()
 	if err != nil {
-		return usage{}, 0, fmt.Errorf("crucible run: %w", err)
+		return usage{}, 0, fmt.Errorf("crucible %s: %w", args[0], err)
 	}
 	var r struct {
+		ExitCode   int             `json:"exit_code"`
 		Result     json.RawMessage `json:"result"`
 		DurationMS int64           `json:"duration_ms"`
 	}
-	if err := json.Unmarshal(out, &r); err != nil || string(r.Result) != "1" {
-		return usage{}, 0, fmt.Errorf("crucible run: %.300s", out)
+	if err := json.Unmarshal(out, &r); err != nil || r.ExitCode != 0 || (want != "" && string(r.Result) != want) {
+		return usage{}, 0, fmt.Errorf("crucible %s: %.300s", args[0], out)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	return usage{tv(ru.Utime) + tv(ru.Stime), ru.Minflt}, r.DurationMS, nil
@@ -482,49 +840,46 @@ func tv(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
 
 // procUsage reads pid's CPU time and page faults, with its reaped
 // children's, from /proc/PID/stat (in clock ticks of 10 ms: USER_HZ).
-func procUsage(pid int) func() (usage, error) {
-	return func() (usage, error) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return usage{}, err
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // f[0] is field 3, state
-		num := func(field int) int64 {
-			v, _ := strconv.ParseInt(f[field-3], 10, 64)
-			return v
-		}
-		// utime, stime, cutime, cstime; minflt, cminflt.
-		ticks := num(14) + num(15) + num(16) + num(17)
-		return usage{time.Duration(ticks) * 10 * time.Millisecond, num(10) + num(11)}, nil
+func procUsage(pid int) (usage, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return usage{}, err
 	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // f[0] is field 3, state
+	num := func(field int) int64 {
+		v, _ := strconv.ParseInt(f[field-3], 10, 64)
+		return v
+	}
+	// utime, stime, cutime, cstime; minflt, cminflt.
+	ticks := num(14) + num(15) + num(16) + num(17)
+	return usage{time.Duration(ticks) * 10 * time.Millisecond, num(10) + num(11)}, nil
 }
 
-// poolReady scrapes a server's count of warm jails from /metrics, and
-// says whether each session that holds a warm jail of its own has it ready.
-func poolReady(base string) (int, bool, error) {
+// scrape reads a server's unlabelled metrics from /metrics.
+func scrape(base string) (map[string]float64, error) {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	v := map[string]float64{}
+	m := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		for _, name := range []string{"crucible_pool_ready", "crucible_session_jails", "crucible_session_jails_ready"} {
-			if s, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-				f, err := strconv.ParseFloat(s, 64)
-				if err != nil {
-					return 0, false, err
-				}
-				v[name] = f
-			}
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
 		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("/metrics: %s: %w", name, err)
+		}
+		m[name] = f
 	}
-	if _, ok := v["crucible_pool_ready"]; !ok {
-		return 0, false, errors.New("no crucible_pool_ready in /metrics")
+	if _, ok := m["crucible_pool_ready"]; !ok {
+		return nil, errors.New("no crucible_pool_ready in /metrics")
 	}
-	return int(v["crucible_pool_ready"]), v["crucible_session_jails_ready"] >= v["crucible_session_jails"], nil
+	return m, sc.Err()
 }
 
 // waitFor polls ok every 5 ms, for 30 s at most.
