@@ -232,14 +232,10 @@ const (
 // LateWorkspace binds the workspace of a jail that is already running
 // (Spec.Late): make one per jail with NewLateWorkspace, and Bind it once.
 type LateWorkspace struct {
-	mu     sync.Mutex
-	ctrl   int           // the jail's control socket; -1 before it runs and once it is over
-	sent   bool          // Bind has sent its mount
-	answer chan string   // init's word on it: "" bound, else why not
-	over   chan struct{} // closed when the jail is over
+	mu   sync.Mutex // held by Bind while it waits for init's answer
+	sock int        // our end of the socket to init; -1 before the jail runs and once it is over
+	sent bool       // Bind has sent its mount
 }
 
 // NewLateWorkspace makes a LateWorkspace for one jail.
-func NewLateWorkspace() *LateWorkspace {
-	return &LateWorkspace{ctrl: -1, answer: make(chan string, 1), over: make(chan struct{})}
-}
+func NewLateWorkspace() *LateWorkspace { return &LateWorkspace{sock: -1} }

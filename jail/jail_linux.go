@@ -139,7 +139,7 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 		defer x.cg.destroy()
 	}
 
-	defer s.Late.end() // if it never ran
+	defer s.Late.end() // once the jail is over, or never ran: Bind fails then
 	rootless := os.Geteuid() != 0
 	if s.Late != nil && (rootless || s.Workspace != "") {
 		// Rootless, there is no mount of the host's to hand over.
@@ -154,7 +154,7 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	}
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
-		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, LateWorkspace: s.Late != nil, Files: childFiles(s.Files),
+		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: childFiles(s.Files),
 		ReadOnly: s.ReadOnly, Skills: s.Skills, Self: s.Self, TmpSize: s.TmpSize,
 		Rootless: rootless,
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
@@ -174,10 +174,7 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	if err := x.start(s, cs); err != nil {
 		return nil, err
 	}
-	defer func() {
-		s.Late.end() // Bind no longer sends on ctrl
-		unix.Close(x.ctrl)
-	}()
+	defer unix.Close(x.ctrl)
 	// outcome is the Result; reported, if not nil, is the command's exit as
 	// its own report gave it, before init's (see endEarly).
 	outcome := func(reported *exitStatus) (*Result, error) {
@@ -269,6 +266,14 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			specW.Close() // on success the spec writer closes it
 		}
 	}()
+	if s.Late != nil {
+		fd, err := s.Late.socket()
+		if err != nil {
+			return fmt.Errorf("jail: socketpair: %w", err)
+		}
+		cs.LateFD = 3 + len(childFiles)
+		childFiles = append(childFiles, os.NewFile(uintptr(fd), "late"))
+	}
 	if cs.Workspace != "" && !cs.Rootless {
 		// Best effort: without it the command writes the workspace only where
 		// its permissions let the sandbox's host uid write.
@@ -436,10 +441,6 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		_, _ = specW.Write(spec)
 		specW.Close()
 	}()
-	if s.Late != nil {
-		x.mon.late = s.Late
-		s.Late.start(x.ctrl)
-	}
 	if taker != nil {
 		taker.UseStdinPipe(takerW)
 	}
@@ -903,7 +904,6 @@ type monitor struct {
 	degraded []string
 	exit     *exitStatus
 
-	late      *LateWorkspace // told when init has bound it
 	serveStop context.CancelFunc
 	serveDone chan struct{}
 	exited    chan struct{} // closed when exit is set
@@ -942,10 +942,6 @@ func (m *monitor) read(fd int) {
 		case msg.Exit != nil:
 			m.exit = msg.Exit
 			close(m.exited)
-		case msg.Bound != nil:
-			if m.late != nil {
-				m.late.bound(*msg.Bound)
-			}
 		case msg.Listener:
 			if fd, ok := receivedFD(oob[:oobn]); ok && m.serveDone == nil {
 				m.serve(fd)

@@ -2,6 +2,7 @@ package jail
 
 import (
 	"errors"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,26 +21,29 @@ func (l *LateWorkspace) Bind(dir string) error {
 		return &SetupError{Layer: "workspace", Msg: "the workspace could not be bound", Detail: err.Error()}
 	}
 	defer unix.Close(fd)
+	// Held until init answers, or ends: end waits for it before it
+	// closes the socket.
 	l.mu.Lock()
-	if l.sent || l.ctrl < 0 {
-		l.mu.Unlock()
+	defer l.mu.Unlock()
+	if l.sent || l.sock < 0 {
 		return errNotRunning
 	}
 	l.sent = true
-	// Under mu: end, which closes the socket after it, waits for this.
-	err = unix.Sendmsg(l.ctrl, []byte{0}, unix.UnixRights(fd), nil, 0)
-	l.mu.Unlock()
-	if err != nil {
+	if err := unix.Sendmsg(l.sock, []byte{0}, unix.UnixRights(fd), nil, 0); err != nil {
 		return errNotRunning // init is gone
 	}
-	select {
-	case why := <-l.answer:
-		if why != "" {
-			return &SetupError{Layer: "workspace", Msg: "the workspace could not be attached", Detail: why}
+	buf := make([]byte, 256)
+	for {
+		n, _, _, _, err := unix.Recvmsg(l.sock, buf, nil, 0)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil || n == 0:
+			return errNotRunning // init ended without a word
+		case string(buf[:n]) != "ok":
+			return &SetupError{Layer: "workspace", Msg: "the workspace could not be attached", Detail: strings.ToValidUTF8(string(buf[:n]), "?")}
 		}
 		return nil
-	case <-l.over:
-		return errNotRunning
 	}
 }
 
@@ -59,32 +63,29 @@ func workspaceMount(dir string) (int, error) {
 	return fd, nil
 }
 
-// start lets Bind reach the jail's init, through ctrl.
-func (l *LateWorkspace) start(ctrl int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.ctrl = ctrl
-}
-
-// bound passes on init's answer.
-func (l *LateWorkspace) bound(why string) {
-	select {
-	case l.answer <- why:
-	default:
+// socket makes the socket to init, and returns init's end.
+func (l *LateWorkspace) socket() (int, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
 	}
+	l.mu.Lock()
+	l.sock = fds[0]
+	l.mu.Unlock()
+	return fds[1], nil
 }
 
-// end says that the jail is over, before its control socket is closed.
+// end says that the jail is over (or never ran), once Bind, if it waits,
+// has its answer, and closes our end of the socket.
 func (l *LateWorkspace) end() {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ctrl = -1
-	select {
-	case <-l.over:
-	default:
-		close(l.over)
+	if l.sock >= 0 {
+		unix.Close(l.sock)
+		l.sock = -1
 	}
+	l.sent = true // no Bind after the end
 }

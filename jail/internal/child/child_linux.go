@@ -130,9 +130,9 @@ func initMain() int {
 		return fail("network", "bringing up lo: %v", err)
 	}
 
-	if s.LateWorkspace {
+	if s.LateFD > 0 {
 		// Before the command starts: a mount sent early waits in the socket.
-		go bindLate()
+		go bindLate(s.LateFD)
 	}
 	resultFD := s.ResultFD // init's copy of the command's result pipe
 	var pid, code int

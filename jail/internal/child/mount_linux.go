@@ -185,7 +185,7 @@ func setupRoot(s *Spec) error {
 	if err := unix.Mount("tmpfs", at("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
 		return fmt.Errorf("mounting /tmp: %w", err)
 	}
-	if s.Workspace == "" && !s.LateWorkspace {
+	if s.Workspace == "" && s.LateFD == 0 {
 		// Owned by the command: SandboxUID here, or, rootless, our 0, which
 		// the command's nested user namespace maps to SandboxUID.
 		owner := SandboxUID
@@ -362,32 +362,34 @@ func writeEtc(dir, nameserver string) error {
 }
 
 // bindLate attaches at workspaceDir the one mount that the supervisor sends
-// on the control socket once the jail's work arrives (Spec.LateWorkspace),
-// and says whether it could. Until then /workspace is the empty directory
-// of the read-only root. It runs beside init's reaping, on a thread of
-// init's that has every privilege of the jail.
-func bindLate() {
+// on the socket fd once the jail's work arrives (Spec.LateFD), and answers
+// "ok", or why not. Until then /workspace is the empty directory of the
+// read-only root. It runs beside init's reaping, on a thread of init's
+// that has every privilege of the jail. The socket is its own, not the
+// control socket, so that the supervisor's caller reads the answer itself:
+// one wake-up fewer than through the control socket's reader.
+func bindLate(fd int) {
 	buf := make([]byte, 16)
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(fdCtrl, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil || n == 0 {
 			return // the supervisor is gone: init ends with the jail
 		}
-		why := ""
-		if fd, ok := ReceivedFD(oob[:oobn]); !ok {
+		why := "ok"
+		if mnt, ok := ReceivedFD(oob[:oobn]); !ok {
 			why = "the workspace's mount did not arrive"
 		} else {
-			err := unix.MoveMount(fd, "", unix.AT_FDCWD, workspaceDir, unix.MOVE_MOUNT_F_EMPTY_PATH)
-			unix.Close(fd)
+			err := unix.MoveMount(mnt, "", unix.AT_FDCWD, workspaceDir, unix.MOVE_MOUNT_F_EMPTY_PATH)
+			unix.Close(mnt)
 			if err != nil {
 				why = "move_mount: " + err.Error()
 			}
 		}
-		_ = send(Msg{Bound: &why}, -1)
+		_ = unix.Sendmsg(fd, []byte(why), nil, nil, 0)
 		return // one workspace per jail
 	}
 }

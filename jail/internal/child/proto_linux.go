@@ -56,10 +56,10 @@ type Spec struct {
 
 	Workspace     string   `json:"workspace,omitempty"`
 	WorkspaceSize int64    `json:"workspace_size"`
-	WorkspaceFD   int      `json:"workspace_fd,omitempty"`   // init: a detached, idmapped workspace mount to use instead of the path
-	LateWorkspace bool     `json:"late_workspace,omitempty"` // init: /workspace stays empty and read-only until the supervisor sends a mount (BindLate)
-	ResultFD      int      `json:"result_fd,omitempty"`      // the result pipe's write end: in init where the supervisor put it, in the exec stage fdResult
-	ToolsFD       int      `json:"tools_fd,omitempty"`       // the tools socket: in init where the supervisor put it, in the exec stage fdTools
+	WorkspaceFD   int      `json:"workspace_fd,omitempty"` // init: a detached, idmapped workspace mount to use instead of the path
+	LateFD        int      `json:"late_fd,omitempty"`      // init: a socket on which the supervisor sends the workspace's mount, once (bindLate); /workspace stays empty and read-only until then
+	ResultFD      int      `json:"result_fd,omitempty"`    // the result pipe's write end: in init where the supervisor put it, in the exec stage fdResult
+	ToolsFD       int      `json:"tools_fd,omitempty"`     // the tools socket: in init where the supervisor put it, in the exec stage fdTools
 	Files         []File   `json:"files,omitempty"`
 	ReadOnly      []string `json:"ro,omitempty"`
 	ReadOnlyFDs   []int    `json:"ro_fds,omitempty"` // init: detached mounts of ReadOnly, by index; 0 where the supervisor made none
@@ -96,9 +96,6 @@ type Msg struct {
 	Degraded string      `json:"degraded,omitempty"` // a layer that was allowed to be missing and was
 	Listener bool        `json:"listener,omitempty"` // the message carries the seccomp listener fd
 	Exit     *ExitStatus `json:"exit,omitempty"`
-	// Bound answers the supervisor's late workspace: "" once it is at
-	// /workspace, else why not. Only init sends it, once.
-	Bound *string `json:"bound,omitempty"`
 }
 
 // ExitStatus is how the command ended.
