@@ -236,6 +236,12 @@ type Network struct {
 	// Secrets names the secrets of a "secret" decision: put in for the
 	// destination (allow) or refused to it (deny). Names, never values.
 	Secrets []string `json:"secrets,omitempty"`
+	// Method, Path and Where say, of secrets put in (allow), in which
+	// request and which part of it they went: "header", "query", "path",
+	// "body" or "trailer".
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Where  string `json:"where,omitempty"`
 }
 
 // Kind implements Event.

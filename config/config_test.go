@@ -232,7 +232,8 @@ func TestLoadFull(t *testing.T) {
 	if want := (Tools{MaxCalls: 20, MaxArgSize: 64 * KiB, MaxResultSize: 2 * MiB}); c.Tools != want {
 		t.Errorf("Load(full.yaml).Tools = %+v; want %+v", c.Tools, want)
 	}
-	wantSecrets := map[string]Secret{"GITHUB_TOKEN": {From: "env:CRUCIBLE_GITHUB_TOKEN", Hosts: []string{"api.github.com"}}}
+	wantSecrets := map[string]Secret{"GITHUB_TOKEN": {From: "env:CRUCIBLE_GITHUB_TOKEN", Hosts: []string{"api.github.com"},
+		In: []string{"header"}, Headers: []string{"Authorization"}}}
 	if !reflect.DeepEqual(c.Secrets, wantSecrets) {
 		t.Errorf("Load(full.yaml).Secrets = %+v; want %+v", c.Secrets, wantSecrets)
 	}
@@ -332,6 +333,9 @@ func TestParseErrors(t *testing.T) {
 		{"secrets:\n  K: {from: file:rel, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].from: must be env:VAR or file:/absolute/path`},
 		{"secrets:\n  K: {from: env:X}\n", `c.yaml:2: secrets["K"].hosts: must name at least one host that may receive the secret (or an api must list it)`},
 		{"secrets:\n  K: {from: env:X, hosts: [a.test], value: x}\n", `c.yaml:2: unknown key "value" in secrets["K"]`},
+		{"secrets:\n  K: {from: env:X, hosts: [a.test], in: [cookie]}\n", `c.yaml:2: secrets["K"].in[0]: "cookie" is not a place: want header, query, path, body`},
+		{"secrets:\n  K: {from: env:X, hosts: [a.test], in: [body], headers: [Authorization]}\n", `c.yaml:2: secrets["K"].headers: names headers, but in does not allow header`},
+		{"secrets:\n  K: {from: env:X, hosts: [a.test], headers: [\"Bad Name\"]}\n", `c.yaml:2: secrets["K"].headers[0]: "Bad Name" is not a header name`},
 		// APIs.
 		{"apis:\n  gh-api: {hosts: [a.test]}\n", `c.yaml:2: apis["gh-api"]: the name must be an identifier: letters, digits and _, not starting with a digit`},
 		{"apis:\n  gh: {description: x}\n", `c.yaml:2: apis["gh"].hosts: must name at least one host`},

@@ -20,6 +20,24 @@ type Secret struct {
 	// Hosts are the only destinations that receive the real value, in the
 	// rule syntax of network.allow; each is allowed implicitly.
 	Hosts []string `yaml:"hosts"`
+	// In says where in a request to Hosts the value may go: "header"
+	// (the default), "query", "path", "body". A placeholder anywhere else
+	// goes as it is, and is a violation.
+	In []string `yaml:"in"`
+	// Headers narrows "header" to these header names (any case); empty:
+	// any header.
+	Headers []string `yaml:"headers"`
+}
+
+// Places are where a secret's value may go in a request.
+var Places = []string{"header", "query", "path", "body"}
+
+// Where is s.In, or its default: headers only.
+func (s *Secret) Where() []string {
+	if len(s.In) == 0 {
+		return []string{"header"}
+	}
+	return s.In
 }
 
 // Source splits From into its kind ("env" or "file") and its argument.
@@ -53,6 +71,19 @@ func (c *Config) validateSecrets() error {
 		}
 		if err := checkHostRules(at+".hosts", s.Hosts); err != nil {
 			return err
+		}
+		for i, p := range s.In {
+			if !slices.Contains(Places, p) {
+				return fieldErrorf(fmt.Sprintf("%s.in[%d]", at, i), "%s is not a place: want %s", quote(p), strings.Join(Places, ", "))
+			}
+		}
+		if len(s.Headers) > 0 && !slices.Contains(s.Where(), "header") {
+			return fieldErrorf(at+".headers", "names headers, but in does not allow header")
+		}
+		for i, h := range s.Headers {
+			if !headerName().MatchString(h) {
+				return fieldErrorf(fmt.Sprintf("%s.headers[%d]", at, i), "%s is not a header name", quote(h))
+			}
 		}
 	}
 	return nil

@@ -107,6 +107,10 @@ type Event struct {
 	// Secrets names the secrets a KindSecret event is about: substituted
 	// (Allowed) or refused. Names only, never a value.
 	Secrets []string
+	// Method, Path and Where say, of secrets substituted (Allowed), in
+	// which request and which part of it (InHeader, ...) they went. Path
+	// is the request's, as the jail sent it: placeholders, not values.
+	Method, Path, Where string
 }
 
 // Limits bound one execution's network use. Zero means the default.
@@ -158,6 +162,9 @@ type Secrets struct {
 	// the stack knows it). None: the connection is relayed untouched, TLS
 	// passing through. It must be safe for concurrent use.
 	For func(name string, port uint16) []string
+	// Where says where in a request each secret may go; nil: everywhere.
+	// It must be safe for concurrent use.
+	Where func(secret string) Where
 	// CA signs the leaf certificates the jail is shown.
 	CA *CA
 	// Roots verify upstream certificates; nil: the host's system roots.

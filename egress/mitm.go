@@ -203,22 +203,23 @@ func (f *flow) refuseCleartext(names []string) {
 	f.refuse(reason, true, http.StatusForbidden)
 }
 
-// forward swaps the placeholders of the secrets f.allow names in req (its
-// target, head, body and trailers) for their values; on a plain
-// connection, it makes the body fail before it sends a placeholder.
-// The request's Use is reported once it was sent.
+// forward swaps the placeholders of the secrets f.allow names in req for
+// their values, each only in the parts of the request its Where allows
+// (its path, query, headers, body, trailers); on a plain connection, it
+// makes the body fail before it sends a placeholder. The request's uses
+// are reported once it was sent.
 func (f *flow) forward(req *http.Request) *uses {
 	s := f.p.secrets
 	if s == nil {
 		return nil
 	}
-	u := &uses{f: f}
+	u := &uses{f: f, method: req.Method, path: req.URL.EscapedPath()}
 	if f.allow == nil {
 		if req.Body != http.NoBody {
 			u.body = s.Set.ForwardReader(req.Body, nil)
 			req.Body = &swapped{r: u.body, c: req.Body, guard: true, end: func() error {
 				if names := placeholders(s.Set, req.Trailer); names != nil {
-					u.add(secrets.Use{Refused: names})
+					u.add(InTrailer, secrets.Use{Refused: names})
 					return errCleartext
 				}
 				return nil
@@ -227,17 +228,28 @@ func (f *flow) forward(req *http.Request) *uses {
 		return u
 	}
 	// The swap is made in the target as judged and as Request.Write will
-	// write it; one that would not be written as it reads is not swapped.
-	target, got := s.Set.ForwardURL(req.URL.RequestURI(), f.allow)
-	if len(got.Replaced) > 0 {
+	// write it, its path and query apart; one that would not be written
+	// as it reads is not swapped.
+	path, query, hasQuery := strings.Cut(req.URL.RequestURI(), "?")
+	path, inPath := s.Set.ForwardURL(path, f.allowIn(InPath, ""))
+	var inQuery secrets.Use
+	target := path
+	if hasQuery {
+		query, inQuery = s.Set.ForwardURL(query, f.allowIn(InQuery, ""))
+		target += "?" + query
+	}
+	if len(inPath.Replaced)+len(inQuery.Replaced) > 0 {
 		if to, err := url.ParseRequestURI(target); err == nil && to.RequestURI() == target {
 			req.URL = to
 		} else {
-			got = secrets.Use{Refused: got.Replaced}
+			inPath = secrets.Use{Refused: slices.Concat(inPath.Refused, inPath.Replaced)}
+			inQuery = secrets.Use{Refused: slices.Concat(inQuery.Refused, inQuery.Replaced)}
 		}
 	}
-	u.add(got)
-	u.add(s.Set.ForwardHeader(req.Header, f.allow))
+	u.add(InPath, inPath)
+	u.add(InQuery, inQuery)
+	f.forwardHeader(u, InHeader, req.Header)
+	f.stripRanges(req)
 	// The responses are scanned for values: they must come as they are.
 	req.Header.Set("Accept-Encoding", "identity")
 	// After an upgrade the relay swaps the raw bytes: a WebSocket's, which
@@ -248,13 +260,44 @@ func (f *flow) forward(req *http.Request) *uses {
 		req.Header.Del("Upgrade")
 	}
 	if req.Body != http.NoBody {
-		u.body = s.Set.ForwardReader(req.Body, f.allow)
+		u.body = s.Set.ForwardReader(req.Body, f.allowIn(InBody, ""))
 		req.Body = &swapped{r: u.body, c: req.Body, end: func() error {
-			u.add(s.Set.ForwardHeader(req.Trailer, f.allow))
+			f.forwardHeader(u, InTrailer, req.Trailer)
 			return nil
 		}}
 	}
 	return u
+}
+
+// forwardHeader swaps placeholders in each value of h (the head, or the
+// trailers: in) for the secrets allowed in a header of that name.
+func (f *flow) forwardHeader(u *uses, in string, h http.Header) {
+	set := f.p.secrets.Set
+	for name, vs := range h {
+		u.add(in, set.ForwardHeader(http.Header{name: vs}, f.allowIn(in, name)))
+	}
+}
+
+// partial are the request headers that ask for part of a response.
+var partial = []string{"Range", "If-Range"}
+
+// stripRanges removes from a request to a host that receives secrets the
+// headers that ask for part of a response: a value echoed there (stored
+// by the code through the host's API, say) could be fetched in pieces,
+// each too short for the reverse swap to know.
+func (f *flow) stripRanges(req *http.Request) {
+	if len(f.allow) == 0 {
+		return
+	}
+	for _, h := range partial {
+		if req.Header.Get(h) == "" {
+			continue
+		}
+		req.Header.Del(h)
+		f.p.report(Event{Kind: KindSecret, Name: f.name, Port: f.dst.Port(), Secrets: f.allow,
+			Reason: fmt.Sprintf("the %s header was removed from a request to %s:%d, which receives %s: a value it echoes must not be fetched in pieces",
+				h, f.name, f.dst.Port(), strings.Join(f.allow, ", "))})
+	}
 }
 
 // backward swaps the values in a response from a terminated connection
@@ -325,18 +368,28 @@ func (b *swapped) Read(p []byte) (int, error) {
 
 func (b *swapped) Close() error { return b.c.Close() }
 
-// uses gathers what one request's substitutions met.
+// uses gathers what one request's substitutions met, by part.
 type uses struct {
-	f    *flow
-	body *secrets.Reader
+	f            *flow
+	method, path string
+	body         *secrets.Reader
 
 	mu  sync.Mutex
-	got []secrets.Use
+	got []placed
 }
 
-func (u *uses) add(got secrets.Use) {
+// placed is what a substitution in one part of a request met.
+type placed struct {
+	in  string
+	use secrets.Use
+}
+
+func (u *uses) add(in string, got secrets.Use) {
+	if len(got.Replaced)+len(got.Refused) == 0 {
+		return
+	}
 	u.mu.Lock()
-	u.got = append(u.got, got)
+	u.got = append(u.got, placed{in, got})
 	u.mu.Unlock()
 }
 
@@ -351,12 +404,12 @@ func (u *uses) report(answered bool) {
 	all := slices.Clone(u.got)
 	u.mu.Unlock()
 	if u.body != nil {
-		all = append(all, u.body.Use())
+		all = append(all, placed{InBody, u.body.Use()})
 	}
 	var got secrets.Use
 	for _, g := range all {
-		got.Replaced = append(got.Replaced, g.Replaced...)
-		got.Refused = append(got.Refused, g.Refused...)
+		got.Replaced = append(got.Replaced, g.use.Replaced...)
+		got.Refused = append(got.Refused, g.use.Refused...)
 	}
 	if u.f.allow == nil {
 		// The body stops at the first placeholder found (Request.Write
@@ -371,16 +424,32 @@ func (u *uses) report(answered bool) {
 		}
 		return
 	}
-	u.f.reportUse(got)
+	u.reportUse(all)
 }
 
-// reportUse reports the secrets swapped on a terminated connection, and
-// the placeholders found there of secrets it may not receive.
-func (f *flow) reportUse(got secrets.Use) {
-	if names := sortedSet(got.Replaced); names != nil {
-		f.p.report(Event{Kind: KindSecret, Allowed: true, Name: f.name, Port: f.dst.Port(), Secrets: names})
+// reportUse reports, part by part, the secrets swapped on a terminated
+// connection (where each went: the receipt), the placeholders found there
+// of secrets the host may not receive, and those found in a part their
+// secret may not go in.
+func (u *uses) reportUse(all []placed) {
+	f := u.f
+	var elsewhere []string
+	for _, g := range all {
+		if names := sortedSet(g.use.Replaced); names != nil {
+			f.p.report(Event{Kind: KindSecret, Allowed: true, Name: f.name, Port: f.dst.Port(), Secrets: names,
+				Method: u.method, Path: u.path, Where: g.in})
+		}
+		for _, n := range sortedSet(g.use.Refused) {
+			if !slices.Contains(f.allow, n) {
+				elsewhere = append(elsewhere, n)
+				continue
+			}
+			f.p.report(Event{Kind: KindSecret, Name: f.name, Port: f.dst.Port(), Secrets: []string{n},
+				Reason: fmt.Sprintf("the placeholder of %s was in the %s of a request to %s:%d; secrets.%s.in allows %s, so it went as it was",
+					n, g.in, f.name, f.dst.Port(), n, f.where(n))})
+		}
 	}
-	if names := sortedSet(got.Refused); names != nil {
+	if names := sortedSet(elsewhere); names != nil {
 		f.p.report(Event{Kind: KindSecret, Name: f.name, Port: f.dst.Port(), Secrets: names,
 			Reason: fmt.Sprintf("the placeholder of %s was sent to %s:%d, which may not receive it; it went as it was",
 				strings.Join(names, ", "), f.name, f.dst.Port())})

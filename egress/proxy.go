@@ -672,12 +672,13 @@ func (f *flow) resolve() ([]netip.Addr, error) {
 }
 
 // pipe relays both ways until both sides are done; on a connection that
-// carries secrets, swapping them each way.
+// carries secrets (after an upgrade), swapping them each way: what the
+// jail sends then is a body, where a secret goes only if its Where says.
 func (f *flow) pipe(client io.Reader, up net.Conn) {
 	var back io.Reader = f.upBr
 	var fwd *secrets.Reader
 	if f.allow != nil {
-		fwd = f.p.secrets.Set.ForwardReader(client, f.allow)
+		fwd = f.p.secrets.Set.ForwardReader(client, f.allowIn(InBody, ""))
 		client, back = fwd, f.p.secrets.Set.ReverseReader(back)
 	}
 	done := make(chan struct{})
@@ -690,7 +691,7 @@ func (f *flow) pipe(client io.Reader, up net.Conn) {
 	closeWrite(f.c, err)
 	<-done
 	if fwd != nil {
-		f.reportUse(fwd.Use())
+		(&uses{f: f}).reportUse([]placed{{InBody, fwd.Use()}})
 	}
 }
 

@@ -38,6 +38,7 @@ type executeOut struct {
 	LimitsHit  []string            `json:"limits_hit"`
 	Truncated  bool                `json:"truncated"`
 	Network    *sandbox.NetworkUse `json:"network,omitempty"`
+	Secrets    []sandbox.SecretUse `json:"secrets,omitempty"`
 }
 
 type programError struct {
@@ -88,6 +89,7 @@ func executeTool() *mcp.Tool {
 				"limits_hit":  {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Limits reached: timeout, memory, pids, output."},
 				"truncated":   {Type: "boolean", Description: "Whether output was cut: by the jail's output limit (limits_hit has output), or here, its middle, to keep the answer short."},
 				"network":     {Type: "object", Description: "What the program's connections carried: connections, bytes_out, bytes_in."},
+				"secrets":     {Type: "array", Items: obj(), Description: "Where the operator's secrets went: name, host, method, path, where (header, query, path, body), count."},
 			},
 		},
 	}
@@ -160,7 +162,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
 		Result: res.Result, Violations: res.Violations, ToolCalls: res.ToolCalls,
 		DurationMS: res.DurationMS, Workspace: ws.Handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
-		Network: res.Network,
+		Network: res.Network, Secrets: res.Secrets,
 	}
 	if len(out.Result) == 0 {
 		out.Result = json.RawMessage("null")

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,6 +76,8 @@ type netLog struct {
 	use     NetworkUse
 	lines   int
 	refused violations
+	placed  []SecretUse       // the receipt: where the secrets went
+	line    map[SecretUse]int // its lines, by themselves with no count
 }
 
 func newNetLog(w *audit.Writer) *netLog {
@@ -100,6 +103,9 @@ func (l *netLog) report(e egress.Event) {
 	if !e.Allowed {
 		l.refused.add(violation.Violation{Kind: e.Kind, Host: e.Name, Port: e.Port, Reason: e.Reason})
 	}
+	if e.Allowed && e.Where != "" {
+		l.receipt(e)
+	}
 	logIt := l.audit != nil && l.lines < maxNetAudit
 	if logIt {
 		l.lines++
@@ -111,9 +117,9 @@ func (l *netLog) report(e egress.Event) {
 	}
 	ev := audit.Network{Exec: exec, Type: e.Kind, Name: e.Name, Port: e.Port,
 		Verdict: "deny", Reason: e.Reason, Rule: e.Rule, BytesOut: e.BytesOut, BytesIn: e.BytesIn,
-		Secrets: e.Secrets}
+		Secrets: e.Secrets, Method: e.Method, Path: e.Path, Where: e.Where}
 	if l.redact != nil {
-		ev.Name, ev.Reason = l.redact(ev.Name), l.redact(ev.Reason)
+		ev.Name, ev.Reason, ev.Path = l.redact(ev.Name), l.redact(ev.Reason), l.redact(ev.Path)
 	}
 	if e.Allowed {
 		ev.Verdict = "allow"
@@ -125,6 +131,39 @@ func (l *netLog) report(e egress.Event) {
 		ev.Addr = e.Addr.String()
 	}
 	_ = l.audit.Log(ev)
+}
+
+// maxReceipt bounds the receipt's lines; past it, the counts of the lines
+// there still grow, and a request of a new kind is left out.
+const maxReceipt = 256
+
+// receipt counts a substitution in the receipt, as one more of its line
+// (secret, host, method, path, part). The caller holds l.mu.
+func (l *netLog) receipt(e egress.Event) {
+	path := e.Path
+	if l.redact != nil {
+		path = l.redact(path)
+	}
+	if l.line == nil {
+		l.line = map[SecretUse]int{}
+	}
+	for _, name := range e.Secrets {
+		k := SecretUse{Name: name, Host: e.Name, Method: e.Method, Path: path, Where: e.Where}
+		if i, ok := l.line[k]; ok {
+			l.placed[i].Count++
+		} else if len(l.placed) < maxReceipt {
+			l.line[k] = len(l.placed)
+			k.Count = 1
+			l.placed = append(l.placed, k)
+		}
+	}
+}
+
+// secretUses is the receipt.
+func (l *netLog) secretUses() []SecretUse {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.placed)
 }
 
 // usage is what the execution's connections carried.

@@ -275,6 +275,7 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	out := newResult(res)
 	if x.net != nil && !x.net.offline {
 		out.Network = x.net.usage()
+		out.Secrets = x.net.secretUses()
 	}
 	if x.tools != nil {
 		out.ToolCalls = append(out.ToolCalls, x.tools.calls...)
@@ -534,9 +535,26 @@ type Result struct {
 	// a network.
 	Network *NetworkUse `json:"network,omitempty"`
 
+	// Secrets is the receipt: where each secret's value went, by request
+	// and part of it; none when no secret went anywhere.
+	Secrets []SecretUse `json:"secrets,omitempty"`
+
 	// From `crucible run`: the program's value, and its uncaught error.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *lang.Error     `json:"error,omitempty"`
+}
+
+// SecretUse is a line of the receipt: Count requests of Method to
+// Host's Path got the secret Name's value in their Where ("header",
+// "query", "path", "body", "trailer"). Path is as the code sent it (with
+// placeholders).
+type SecretUse struct {
+	Name   string `json:"name"`
+	Host   string `json:"host"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Where  string `json:"where"`
+	Count  int    `json:"count"`
 }
 
 // NetworkUse counts the TCP connections that an execution's network

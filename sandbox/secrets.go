@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/http"
 	"net/netip"
 	"os"
 	"slices"
@@ -37,6 +38,7 @@ import (
 type Secrets struct {
 	values map[string][]byte
 	hosts  map[string]*netpolicy.Policy // which destinations each secret may go to
+	where  map[string]egress.Where      // and where in a request to them
 	rules  []string                     // every secret's host rules, allowed implicitly
 	roots  *x509.CertPool               // nil: the system roots
 	ca     *egress.CA
@@ -56,7 +58,7 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 	}
 	// The rules first: a rule that does not compile is named before any
 	// source is read.
-	s := &Secrets{values: map[string][]byte{}}
+	s := &Secrets{values: map[string][]byte{}, where: map[string]egress.Where{}}
 	var err error
 	if s.apis, s.hosts, err = compileSecretRules(cfg); err != nil {
 		return nil, err
@@ -77,6 +79,7 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 			return nil, fmt.Errorf("%s.from: the value is longer than %d bytes", at, secrets.MaxLen)
 		}
 		s.values[name] = v
+		s.where[name] = where(&sec)
 	}
 	// Drawing placeholders once checks what only a whole set can tell
 	// (two secrets with one value).
@@ -278,7 +281,31 @@ func (s *Secrets) forExecution() (*execSecrets, error) {
 
 // egress is what the network stack needs of them.
 func (e *execSecrets) egress() *egress.Secrets {
-	return &egress.Secrets{Set: e.set, For: e.forHost, CA: e.ca, Roots: e.roots}
+	return &egress.Secrets{Set: e.set, For: e.forHost, Where: e.whereIn, CA: e.ca, Roots: e.roots}
+}
+
+// whereIn is where in a request secret may go.
+func (e *execSecrets) whereIn(secret string) egress.Where { return e.where[secret] }
+
+// where is what the network stack makes of a secret's in and headers.
+func where(s *config.Secret) egress.Where {
+	var w egress.Where
+	for _, p := range s.Where() {
+		switch p {
+		case egress.InHeader:
+			w.Header = true
+		case egress.InQuery:
+			w.Query = true
+		case egress.InPath:
+			w.Path = true
+		case egress.InBody:
+			w.Body = true
+		}
+	}
+	for _, h := range s.Headers {
+		w.Headers = append(w.Headers, http.CanonicalHeaderKey(h))
+	}
+	return w
 }
 
 // forHost names the secrets that name:port may receive.

@@ -132,9 +132,10 @@ func leafCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names
 }
 
 // flags configure the secrets: TOKEN for svc on the echo server's port
-// and the ports of the bad upstreams (by flag), OTHER for other's (in the
-// file). The network allows, besides, svc's plain HTTP and pass-through
-// TLS servers; the audit trail goes to audit.
+// and the ports of the bad upstreams, allowed in headers, queries and
+// bodies; OTHER for other's, in headers only (the default). The network
+// allows, besides, svc's plain HTTP and pass-through TLS servers; the
+// audit trail goes to audit.
 func (f *secretFix) flags(t *testing.T, audit string) []string {
 	t.Helper()
 	flags := f.config(t, fmt.Sprintf(`network:
@@ -149,9 +150,12 @@ secrets:
   OTHER:
     from: env:CRUCIBLE_TEST_OTHER
     hosts: [%[2]s:%[7]d]
-`, svcName, otherName, f.http, f.tls, f.dns, f.upstreamCA, f.echo))
-	return append(flags, "--audit", audit, "--secret", fmt.Sprintf("TOKEN=env:CRUCIBLE_TEST_TOKEN@%[1]s:%[2]d,%[1]s:%[3]d,%[1]s:%[4]d,%[1]s:%[5]d",
-		svcName, f.echo, f.untrusted, f.wrongName, f.closed))
+  TOKEN:
+    from: env:CRUCIBLE_TEST_TOKEN
+    hosts: [%[1]s:%[7]d, %[1]s:%[8]d, %[1]s:%[9]d, %[1]s:%[10]d]
+    in: [header, query, body]
+`, svcName, otherName, f.http, f.tls, f.dns, f.upstreamCA, f.echo, f.untrusted, f.wrongName, f.closed))
+	return append(flags, "--audit", audit)
 }
 
 // needCurlPython skips t without the clients the jail runs from the
@@ -302,6 +306,55 @@ curl -sS -X TRACE https://%[2]s:%[3]d/trace; echo " trace $?"
 	}
 	if !plain || !trace {
 		t.Errorf("plain HTTP (%v) or TRACE (%v) not recorded:\n%s", plain, trace, dump(r))
+	}
+}
+
+// Attack: laundering a secret through its own host. OTHER may go to other
+// in a header only (the default); the code puts its placeholder in the
+// path, the query and the body too, where the host would store it, and
+// then reads it back. The host gets the value in the header and the
+// placeholder elsewhere; each misplaced one is a violation naming the
+// part; the receipt lists the header alone.
+func TestAttackSecretsPlacement(t *testing.T) {
+	needCurlPython(t)
+	f := newSecretFix(t)
+	audit := filepath.Join(t.TempDir(), "audit.ndjson")
+	r := jailSh(t, fmt.Sprintf(`echo "other: $OTHER"
+curl -sS -o /dev/null -H "Authorization: Bearer $OTHER" -d "body=$OTHER" "https://%[1]s:%[2]d/p/$OTHER?q=$OTHER"; echo "sent $?"
+`, otherName, f.echo), f.flags(t, audit)...)
+	noValue(t, r, audit)
+	var ph string
+	for line := range strings.Lines(r.Stdout) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "other: "); ok {
+			ph = p
+		}
+	}
+	got := f.received("/p/" + ph)
+	if ph == "" || !strings.Contains(r.Stdout, "sent 0") || got == "" {
+		t.Fatalf("the request did not go:\n%s", dump(r))
+	}
+	if !strings.Contains(got, "Authorization: Bearer "+otherValue) {
+		t.Errorf("the header lacks the value:\n%s", got)
+	}
+	for _, w := range []string{"POST /p/" + ph + "?q=" + ph + " ", "body=" + ph} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the host's request lacks %q, the placeholder as the code sent it:\n%s", w, got)
+		}
+	}
+	var parts []string
+	for _, v := range r.Violations {
+		for _, p := range []string{"path", "query", "body"} {
+			if v.Kind == "secret" && strings.Contains(v.Reason, "in the "+p+" of a request") && strings.Contains(v.Reason, "secrets.OTHER.in allows header") {
+				parts = append(parts, p)
+			}
+		}
+	}
+	if strings.Join(parts, " ") != "path query body" {
+		t.Errorf("violations for %q, want path, query and body:\n%s", parts, dump(r))
+	}
+	want := []sandbox.SecretUse{{Name: "OTHER", Host: otherName, Method: "POST", Path: "/p/" + ph, Where: "header", Count: 1}}
+	if fmt.Sprint(r.Secrets) != fmt.Sprint(want) {
+		t.Errorf("the receipt %+v, want %+v", r.Secrets, want)
 	}
 }
 
