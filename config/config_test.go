@@ -233,7 +233,9 @@ func TestLoadFull(t *testing.T) {
 		t.Errorf("Load(full.yaml).Tools = %+v; want %+v", c.Tools, want)
 	}
 	wantSecrets := map[string]Secret{"GITHUB_TOKEN": {From: "env:CRUCIBLE_GITHUB_TOKEN", Hosts: []string{"api.github.com"},
-		In: []string{"header"}, Headers: []string{"Authorization"}}}
+		In: []string{"header"}, Headers: []string{"Authorization"}},
+		"AWS": {Kind: KindAWSSigV4, Hosts: []string{"s3.eu-west-1.amazonaws.com"}, Region: "eu-west-1", Service: "s3",
+			AccessKeyID: SecretSource{From: "env:CRUCIBLE_AWS_ACCESS_KEY_ID"}, SecretAccessKey: SecretSource{From: "file:/run/secrets/aws"}}}
 	if !reflect.DeepEqual(c.Secrets, wantSecrets) {
 		t.Errorf("Load(full.yaml).Secrets = %+v; want %+v", c.Secrets, wantSecrets)
 	}
@@ -336,6 +338,17 @@ func TestParseErrors(t *testing.T) {
 		{"secrets:\n  K: {from: env:X, hosts: [a.test], in: [cookie]}\n", `c.yaml:2: secrets["K"].in[0]: "cookie" is not a place: want header, query, path, body`},
 		{"secrets:\n  K: {from: env:X, hosts: [a.test], in: [body], headers: [Authorization]}\n", `c.yaml:2: secrets["K"].headers: names headers, but in does not allow header`},
 		{"secrets:\n  K: {from: env:X, hosts: [a.test], headers: [\"Bad Name\"]}\n", `c.yaml:2: secrets["K"].headers[0]: "Bad Name" is not a header name`},
+		{"secrets:\n  K: {kind: hmac, from: env:X, hosts: [a.test]}\n", `c.yaml:2: secrets["K"].kind: "hmac" is not a kind of secret: want aws_sigv4, or nothing`},
+		{"secrets:\n  AWS:\n    kind: aws_sigv4\n    hosts: [s3.test]\n    service: s3\n    access_key_id: {from: env:I}\n    secret_access_key: {from: env:S}\n", `c.yaml:2: secrets["AWS"].region: must be a lowercase name of letters, digits and - (e.g. eu-west-1), not ""`},
+		{"secrets:\n  AWS:\n    kind: aws_sigv4\n    hosts: [s3.test]\n    region: eu-west-1\n    service: S3/x\n    access_key_id: {from: env:I}\n    secret_access_key: {from: env:S}\n", `c.yaml:6: secrets["AWS"].service: must be a lowercase name of letters, digits and - (e.g. s3), not "S3/x"`},
+		{"secrets:\n  AWS:\n    kind: aws_sigv4\n    hosts: [s3.test]\n    region: eu-west-1\n    service: s3\n    secret_access_key: {from: env:S}\n", `c.yaml:2: secrets["AWS"].access_key_id.from: must be env:VAR or file:/absolute/path`},
+		{"secrets:\n  AWS:\n    kind: aws_sigv4\n    hosts: [s3.test]\n    region: eu-west-1\n    service: s3\n    access_key_id: {from: env:I}\n    secret_access_key: {from: AKIAIOSFODNN7EXAMPLE}\n", `c.yaml:8: secrets["AWS"].secret_access_key.from: must be env:VAR or file:/absolute/path`},
+		{"secrets:\n  AWS:\n    kind: aws_sigv4\n    from: env:X\n    hosts: [s3.test]\n", `c.yaml:4: secrets["AWS"].from: is for a secret whose value is swapped; an aws_sigv4 secret signs with access_key_id and secret_access_key`},
+		{"secrets:\n  AWS:\n    kind: aws_sigv4\n    hosts: [s3.test]\n    in: [query]\n", `c.yaml:5: secrets["AWS"].in: is for a secret whose value is swapped; an aws_sigv4 secret signs with access_key_id and secret_access_key`},
+		{"secrets:\n  AWS:\n    kind: aws_sigv4\n    region: eu-west-1\n    service: s3\n    access_key_id: {from: env:I}\n    secret_access_key: {from: env:S}\n", `c.yaml:2: secrets["AWS"].hosts: must name at least one host that may receive the secret (or an api must list it)`},
+		{"secrets:\n  K: {from: env:X, hosts: [a.test], access_key_id: {from: env:I, value: x}}\n", `c.yaml:2: unknown key "value" in secrets["K"].access_key_id`},
+		{"sandbox:\n  env: {AWS_ACCESS_KEY_ID: x}\nsecrets:\n  AWS:\n    kind: aws_sigv4\n    hosts: [s3.test]\n", `c.yaml:4: secrets["AWS"]: "AWS_ACCESS_KEY_ID" is also set in sandbox.env; a variable is one or the other`},
+		{"secrets:\n  AWS:\n    kind: aws_sigv4\n    hosts: [s3.test]\n    region: eu-west-1\n    service: s3\n    access_key_id: {from: env:I}\n    secret_access_key: {from: env:S}\n  AWS_SECRET_ACCESS_KEY: {from: env:X, hosts: [a.test]}\n", `c.yaml:9: secrets["AWS_SECRET_ACCESS_KEY"]: "AWS_SECRET_ACCESS_KEY" is also set by secrets["AWS"]; a variable is one or the other`},
 		// APIs.
 		{"apis:\n  gh-api: {hosts: [a.test]}\n", `c.yaml:2: apis["gh-api"]: the name must be an identifier: letters, digits and _, not starting with a digit`},
 		{"apis:\n  gh: {description: x}\n", `c.yaml:2: apis["gh"].hosts: must name at least one host`},

@@ -17,6 +17,9 @@
 //     certificate of its own [CA], verifies the host's, and swaps
 //     placeholders for real values in the requests and back in the
 //     responses. A placeholder sent in cleartext is refused.
+//   - With [Secrets.Signer], the TLS of a host that has a signer is
+//     terminated too, and each of its requests signed (sign.go) with a
+//     key the jail never holds.
 //   - With [Options.HTTP], each HTTP request to a host that has rules is
 //     judged by method and path before it goes out (rules.go); TLS to
 //     such a host is always terminated, so that its requests can be.
@@ -169,4 +172,9 @@ type Secrets struct {
 	CA *CA
 	// Roots verify upstream certificates; nil: the host's system roots.
 	Roots *x509.CertPool
+	// Signer, when set, returns the signer of the requests to name:port
+	// and the name of the secret whose key it signs with; a nil Signer
+	// for none. A host with a signer has its TLS terminated, and each of
+	// its requests signed (sign.go). It must be safe for concurrent use.
+	Signer func(name string, port uint16) (secret string, s Signer)
 }

@@ -28,6 +28,9 @@ const (
 	InQuery   = "query"
 	InPath    = "path"
 	InBody    = "body"
+	// InSignature is not a part: a request signed with a secret's key
+	// (sign.go).
+	InSignature = "signature"
 )
 
 // allows says whether w allows the part in (and, for a header or

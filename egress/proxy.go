@@ -59,6 +59,7 @@ type proxy struct {
 	http    func(name string, port uint16) []*httprule.Set // see rules.go
 
 	sent, recv atomic.Int64 // bytes of the whole execution, each way
+	held       atomic.Int64 // bytes of request bodies held to be signed (sign.go)
 	overOut    atomic.Bool  // the byte limits were reported (once each)
 	overIn     atomic.Bool
 
@@ -193,6 +194,10 @@ type flow struct {
 	allow []string
 	// rules judge each HTTP request (see rules.go); nil for none.
 	rules []*httprule.Set
+	// signer signs each request inside terminated TLS with the key of
+	// the secret signFor (see sign.go); nil for none.
+	signer  Signer
+	signFor string
 	// The HTTP relay's buffers, each way: see startHTTP.
 	toJail, toUp *bufio.Writer
 	idle         *time.Timer
@@ -309,9 +314,10 @@ func (f *flow) serveTLS() {
 		f.deny(KindSNIMismatch, reason, false)
 		return
 	}
-	if f.allow = f.secretsFor(); f.allow != nil || f.rules != nil {
-		// A host with rules only: terminated all the same, carrying no
-		// secret (allow empty, not nil).
+	f.allow = f.secretsFor()
+	if f.signer, f.signFor = f.signerFor(); f.allow != nil || f.rules != nil || f.signer != nil {
+		// A host with rules or a signer only: terminated all the same,
+		// carrying no secret (allow empty, not nil).
 		if f.p.secrets == nil {
 			f.deny(KindHTTP, "the sandbox cannot judge HTTPS requests to "+f.target()+" (it has no CA)", false)
 			return
@@ -379,11 +385,22 @@ func (f *flow) exchange(req *http.Request) bool {
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header["User-Agent"] = []string{""}
 	}
+	// The code's own signature goes before the swap reads the request: it
+	// carries the placeholder of the key's id, which is no misplaced
+	// secret there, since the signature is replaced.
+	hold := f.signer != nil && f.signer.Strip(req.Header)
 	uses := f.forward(req)
-	if f.rules != nil {
-		// Trailers come after the head was judged: one a server merges
-		// into the head could name an override (see judge).
+	if f.rules != nil || f.signer != nil {
+		// Trailers come after the head was judged (one a server merges
+		// into the head could name an override, see judge) and signed.
 		req.Trailer = nil
+	}
+	if f.signer != nil {
+		held, ok := f.sign(req, hold, uses)
+		defer f.p.held.Add(-held) // once the request was sent
+		if !ok {
+			return false
+		}
 	}
 	body := &reqBody{ReadCloser: req.Body, left: req.ContentLength}
 	if req.Body == http.NoBody { // NoBody tells Write there is none

@@ -89,7 +89,7 @@ func executeTool() *mcp.Tool {
 				"limits_hit":  {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Limits reached: timeout, memory, pids, output."},
 				"truncated":   {Type: "boolean", Description: "Whether output was cut: by the jail's output limit (limits_hit has output), or here, its middle, to keep the answer short."},
 				"network":     {Type: "object", Description: "What the program's connections carried: connections, bytes_out, bytes_in."},
-				"secrets":     {Type: "array", Items: obj(), Description: "Where the operator's secrets went: name, host, method, path, where (header, query, path, body), count."},
+				"secrets":     {Type: "array", Items: obj(), Description: "Where the operator's secrets went: name, host, method, path, where (header, query, path, body, or signature), count."},
 			},
 		},
 	}

@@ -546,8 +546,8 @@ type Result struct {
 
 // SecretUse is a line of the receipt: Count requests of Method to
 // Host's Path got the secret Name's value in their Where ("header",
-// "query", "path", "body", "trailer"). Path is as the code sent it (with
-// placeholders).
+// "query", "path", "body", "trailer"), or were signed with its key
+// ("signature"). Path is as the code sent it (with placeholders).
 type SecretUse struct {
 	Name   string `json:"name"`
 	Host   string `json:"host"`

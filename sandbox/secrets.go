@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/netpolicy"
 	"github.com/cruciblehq/crucible/secrets"
+	"github.com/cruciblehq/crucible/sigv4"
 	"github.com/cruciblehq/crucible/violation"
 )
 
@@ -34,16 +36,22 @@ import (
 // [PoolOptions]); each one gets placeholders of its own, sees
 // NAME=<placeholder> in its environment, may reach the secrets' hosts, and
 // trusts the process's CA, with which the network stack terminates TLS to
-// those hosts to put the real values in. It is safe for concurrent use.
+// those hosts to put the real values in. An aws_sigv4 secret's key pair is
+// never put in: the jail sees NAME_ACCESS_KEY_ID and
+// NAME_SECRET_ACCESS_KEY, placeholders, and the network stack signs the
+// requests to its hosts (sigv4). It is safe for concurrent use.
 type Secrets struct {
-	values map[string][]byte
-	hosts  map[string]*netpolicy.Policy // which destinations each secret may go to
-	where  map[string]egress.Where      // and where in a request to them
-	rules  []string                     // every secret's host rules, allowed implicitly
-	roots  *x509.CertPool               // nil: the system roots
-	ca     *egress.CA
-	bundle []byte     // the jail's trust: the host's certificates and ca's
-	apis   []apiRules // the APIs' rules, judged on their hosts
+	values  map[string][]byte            // by the variable that holds each placeholder
+	hosts   map[string]*netpolicy.Policy // which destinations each secret may go to
+	swap    []string                     // the secrets swapped for placeholders, sorted,
+	where   map[string]egress.Where      // and where in a request to their hosts
+	sign    []string                     // the secrets that sign (aws_sigv4), sorted,
+	signers map[string]*sigv4.Signer     // and what signs with their keys
+	rules   []string                     // every secret's host rules, allowed implicitly
+	roots   *x509.CertPool               // nil: the system roots
+	ca      *egress.CA
+	bundle  []byte     // the jail's trust: the host's certificates and ca's
+	apis    []apiRules // the APIs' rules, judged on their hosts
 }
 
 // LoadSecrets reads the value of each of cfg's secrets from its source
@@ -58,7 +66,7 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 	}
 	// The rules first: a rule that does not compile is named before any
 	// source is read.
-	s := &Secrets{values: map[string][]byte{}, where: map[string]egress.Where{}}
+	s := &Secrets{values: map[string][]byte{}, where: map[string]egress.Where{}, signers: map[string]*sigv4.Signer{}}
 	var err error
 	if s.apis, s.hosts, err = compileSecretRules(cfg); err != nil {
 		return nil, err
@@ -68,17 +76,18 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 		// Those of its APIs are allowed with the APIs (apiNetwork).
 		s.rules = append(s.rules, sec.Hosts...)
 		at := config.KeyPath("secrets", -1, name)
-		v, err := readSource(&sec)
-		if err != nil {
-			return nil, fmt.Errorf("%s.from: %w", at, err)
+		if sec.Kind == config.KindAWSSigV4 {
+			if err := s.loadSigner(name, &sec, at); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		switch {
-		case len(v) < secrets.MinLen:
-			return nil, fmt.Errorf("%s.from: the value is shorter than %d bytes, too short to replace safely", at, secrets.MinLen)
-		case len(v) > secrets.MaxLen:
-			return nil, fmt.Errorf("%s.from: the value is longer than %d bytes", at, secrets.MaxLen)
+		v, err := readValue(sec.From, at+".from")
+		if err != nil {
+			return nil, err
 		}
 		s.values[name] = v
+		s.swap = append(s.swap, name)
 		s.where[name] = where(&sec)
 	}
 	// Drawing placeholders once checks what only a whole set can tell
@@ -97,10 +106,53 @@ func LoadSecrets(cfg *config.Config) (*Secrets, error) {
 	return s, nil
 }
 
-// readSource reads a secret's value. Its errors name neither the value nor
-// the file's path (the caller names the setting).
-func readSource(s *config.Secret) ([]byte, error) {
-	switch kind, arg := s.Source(); kind {
+// readValue reads a value from its source, the setting at, within the
+// bounds of a value swapped for a placeholder. Its errors name the
+// setting, never the value or the file's path.
+func readValue(from, at string) ([]byte, error) {
+	v, err := readSource(from)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", at, err)
+	case len(v) < secrets.MinLen:
+		return nil, fmt.Errorf("%s: the value is shorter than %d bytes, too short to replace safely", at, secrets.MinLen)
+	case len(v) > secrets.MaxLen:
+		return nil, fmt.Errorf("%s: the value is longer than %d bytes", at, secrets.MaxLen)
+	}
+	return v, nil
+}
+
+// Compiled on first use, not by every process of the binary at its start.
+var accessKeyID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\w{16,128}$`) })
+
+// loadSigner reads the key pair of the aws_sigv4 secret name, at at: the
+// jail holds a placeholder of each (in NAME_ACCESS_KEY_ID and
+// NAME_SECRET_ACCESS_KEY), and the network stack signs with the pair.
+// Both are redacted as any value is; neither is ever swapped in.
+func (s *Secrets) loadSigner(name string, sec *config.Secret, at string) error {
+	id, err := readValue(sec.AccessKeyID.From, at+".access_key_id.from")
+	if err != nil {
+		return err
+	}
+	if !accessKeyID().Match(id) {
+		return fmt.Errorf("%s.access_key_id.from: the value is not an access key id: 16 to 128 letters, digits or _", at)
+	}
+	key, err := readValue(sec.SecretAccessKey.From, at+".secret_access_key.from")
+	if err != nil {
+		return err
+	}
+	s.values[name+config.AccessKeyIDVar] = id
+	s.values[name+config.SecretAccessKeyVar] = key
+	s.sign = append(s.sign, name)
+	s.signers[name] = sigv4.New(string(id), string(key), sec.Region, sec.Service)
+	return nil
+}
+
+// readSource reads a value. Its errors name neither the value nor the
+// file's path (the caller names the setting).
+func readSource(from string) ([]byte, error) {
+	kind, arg, _ := strings.Cut(from, ":")
+	switch kind {
 	case "env":
 		v := os.Getenv(arg)
 		if v == "" {
@@ -281,7 +333,7 @@ func (s *Secrets) forExecution() (*execSecrets, error) {
 
 // egress is what the network stack needs of them.
 func (e *execSecrets) egress() *egress.Secrets {
-	return &egress.Secrets{Set: e.set, For: e.forHost, Where: e.whereIn, CA: e.ca, Roots: e.roots}
+	return &egress.Secrets{Set: e.set, For: e.forHost, Where: e.whereIn, Signer: e.signerFor, CA: e.ca, Roots: e.roots}
 }
 
 // whereIn is where in a request secret may go.
@@ -311,12 +363,29 @@ func where(s *config.Secret) egress.Where {
 // forHost names the secrets that name:port may receive.
 func (e *execSecrets) forHost(name string, port uint16) []string {
 	var names []string
-	for _, n := range e.set.Names() {
-		if e.hosts[n].Decide(context.Background(), netpolicy.Request{Name: name, Port: port}).Allow {
+	for _, n := range e.swap {
+		if e.mayGo(n, name, port) {
 			names = append(names, n)
 		}
 	}
 	return names
+}
+
+// signerFor returns what signs the requests to name:port, and the secret
+// whose key it signs with: of those whose hosts name it, the first by
+// name.
+func (e *execSecrets) signerFor(name string, port uint16) (string, egress.Signer) {
+	for _, n := range e.sign {
+		if e.mayGo(n, name, port) {
+			return n, e.signers[n]
+		}
+	}
+	return "", nil
+}
+
+// mayGo reports whether secret may go to name:port.
+func (e *execSecrets) mayGo(secret, name string, port uint16) bool {
+	return e.hosts[secret].Decide(context.Background(), netpolicy.Request{Name: name, Port: port}).Allow
 }
 
 // network is n with the secrets' hosts allowed: an execution with secrets

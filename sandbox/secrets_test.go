@@ -291,3 +291,62 @@ func TestSecretNamesNotTheSandboxs(t *testing.T) {
 		}
 	}
 }
+
+// An aws_sigv4 secret: its key pair read once, with errors that name the
+// setting; the jail gets a placeholder of each in NAME_ACCESS_KEY_ID and
+// NAME_SECRET_ACCESS_KEY, never a value; its hosts get a signer and no
+// swap; both values are redacted.
+func TestSigV4Secrets(t *testing.T) {
+	const id, key = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	t.Setenv("CRUCIBLE_TEST_ID", id)
+	t.Setenv("CRUCIBLE_TEST_KEY", key)
+	t.Setenv("CRUCIBLE_TEST_BAD_ID", "AKIA/not-an-id-0123")
+	t.Setenv("CRUCIBLE_TEST_SHORT", "short")
+	secret := func(idFrom, keyFrom string) map[string]config.Secret {
+		return map[string]config.Secret{"AWS": {Kind: config.KindAWSSigV4, Hosts: []string{"s3.eu-west-1.amazonaws.com"},
+			Region: "eu-west-1", Service: "s3",
+			AccessKeyID: config.SecretSource{From: idFrom}, SecretAccessKey: config.SecretSource{From: keyFrom}}}
+	}
+	for _, tc := range []struct{ id, key, want string }{
+		{"env:CRUCIBLE_TEST_UNSET", "env:CRUCIBLE_TEST_KEY", `secrets["AWS"].access_key_id.from: the environment variable CRUCIBLE_TEST_UNSET is not set, or empty`},
+		{"env:CRUCIBLE_TEST_BAD_ID", "env:CRUCIBLE_TEST_KEY", `secrets["AWS"].access_key_id.from: the value is not an access key id: 16 to 128 letters, digits or _`},
+		{"env:CRUCIBLE_TEST_ID", "env:CRUCIBLE_TEST_SHORT", `secrets["AWS"].secret_access_key.from: the value is shorter than 8 bytes, too short to replace safely`},
+		{"env:CRUCIBLE_TEST_ID", "file:" + filepath.Join(t.TempDir(), "aws"), `secrets["AWS"].secret_access_key.from: the file cannot be read: no such file or directory`},
+	} {
+		cfg := config.Default()
+		cfg.Secrets = secret(tc.id, tc.key)
+		if _, err := LoadSecrets(cfg); err == nil || err.Error() != tc.want {
+			t.Errorf("err = %v, want %s", err, tc.want)
+		}
+	}
+
+	cfg := config.Default()
+	cfg.Secrets = secret("env:CRUCIBLE_TEST_ID", "env:CRUCIBLE_TEST_KEY")
+	s, err := LoadSecrets(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s}, false)
+	if err := x.attach(cfg); err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Join(x.spec.Env, "\n")
+	phID, _ := x.secrets.set.Placeholder("AWS_ACCESS_KEY_ID")
+	phKey, _ := x.secrets.set.Placeholder("AWS_SECRET_ACCESS_KEY")
+	if !strings.Contains(env, "AWS_ACCESS_KEY_ID="+phID+"\n") || !strings.Contains(env, "AWS_SECRET_ACCESS_KEY="+phKey+"\n") ||
+		len(phKey) != len(key) || strings.Contains(env, id) || strings.Contains(env, key) || strings.Contains(env, "AWS=") {
+		t.Errorf("the jail's environment:\n%s", env)
+	}
+	if got := x.secrets.forHost("s3.eu-west-1.amazonaws.com", 443); got != nil {
+		t.Errorf("for the signed host = %q, want no secret swapped", got)
+	}
+	if name, sg := x.secrets.signerFor("s3.eu-west-1.amazonaws.com", 443); name != "AWS" || sg == nil {
+		t.Errorf("the signed host's signer: %q, %v", name, sg)
+	}
+	if _, sg := x.secrets.signerFor("evil.example.com", 443); sg != nil {
+		t.Error("another host has a signer")
+	}
+	if got := x.secrets.redact(id + " " + key); got != phID+" "+phKey {
+		t.Errorf("redacted %q", got)
+	}
+}
