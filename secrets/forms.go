@@ -169,10 +169,67 @@ func (s *Set) match(m matcher, side int, t []byte) int {
 		}
 		for i, mk := range mask {
 			if d := b64[t[i]]; d < 0 || byte(d)&mk != bits[i] {
+				if d < 0 { // not a character: a line break?
+					return matchWrapped(t, mask, bits, i)
+				}
 				return 0
 			}
 		}
 		return len(mask)
+	}
+	return 0
+}
+
+// matchWrapped is the base64 form wrapped across lines, matched from the
+// first byte that is not a character, t[i]: it must be a line break, and
+// it may be followed by more. A break
+// may come between any two characters, the same break throughout, and the
+// lines between two breaks all one length. The first break may come
+// after any character, as the text may begin its lines before the form
+// does; no width is assumed (MIME's is 76, PEM's 64, GitHub's 60), since
+// the bits alone make a match.
+func matchWrapped(t, mask, bits []byte, i int) int {
+	var brk []byte      // the line break in use, once one is met
+	line, width := i, 0 // characters since the last break; on a whole line
+	for j := i; ; {
+		if i == len(mask) {
+			return j
+		}
+		if j == len(t) {
+			return 0
+		}
+		if d := b64[t[j]]; d >= 0 {
+			if byte(d)&mask[i] != bits[i] {
+				return 0
+			}
+			i, j, line = i+1, j+1, line+1
+			continue
+		}
+		k := lineBreak(t[j:])
+		if k == 0 || line == 0 {
+			return 0
+		}
+		if brk != nil { // the line that ends here is a whole one
+			if string(t[j:j+k]) != string(brk) || width != 0 && line != width {
+				return 0
+			}
+			width = line
+		}
+		brk, line, j = t[j:j+k], 0, j+k
+	}
+}
+
+// lineBreak is the length of the line break at the start of t, or 0: "\n"
+// or "\r\n", as it is or escaped inside a JSON string (GitHub's contents
+// API sends its base64 so, in lines of 60 characters).
+func lineBreak(t []byte) int {
+	switch {
+	case len(t) >= 1 && t[0] == '\n':
+		return 1
+	case len(t) >= 2 && (t[0] == '\r' && t[1] == '\n' || t[0] == '\\' && t[1] == 'n'):
+		return 2
+	case len(t) >= 4 && t[0] == '\\' && t[1] == 'r' && t[2] == '\\' && t[3] == 'n':
+		return 4
 	}
 	return 0
 }
@@ -307,9 +364,17 @@ func (s *Set) write(dst []byte, m matcher, side int, span []byte, alpha string, 
 		}
 		return dst
 	}
+	// base64: each character takes the other side's bits, and each line
+	// break stays where it was.
 	mask, bits := e.mask[m.align], e.bits[m.align][1-side]
-	for i, c := range span {
-		dst = lit(dst, alpha[byte(b64[c])&^mask[i]|bits[i]], esc)
+	for i, j := 0, 0; j < len(span); {
+		if k := lineBreak(span[j:]); k > 0 {
+			dst = append(dst, span[j:j+k]...)
+			j += k
+			continue
+		}
+		dst = lit(dst, alpha[byte(b64[span[j]])&^mask[i]|bits[i]], esc)
+		i, j = i+1, j+1
 	}
 	return dst
 }
@@ -349,21 +414,26 @@ func upperLetters(t []byte) bool {
 	return false
 }
 
-// index computes the base64 bits of both sides and the candidate matchers
-// by first byte, once the placeholders are drawn.
+// index computes the base64 bits of both sides, the window and the
+// candidate matchers by first byte, once the placeholders are drawn.
 func (s *Set) index() {
+	s.window = 0
 	for i := range s.secrets {
 		e := &s.secrets[i]
+		// The longest forms: \u00XX in JSON for each byte, or base64
+		// with a JSON-escaped "\r\n" (4 bytes) after each character but
+		// the last.
+		s.window = max(s.window, 6*len(e.text[value]))
 		for a := range 3 {
 			var vb, pb []byte
 			e.mask[a], vb = b64Bits(e.text[value], a)
 			_, pb = b64Bits(e.text[placeholder], a)
 			e.bits[a] = [2][]byte{value: vb, placeholder: pb}
+			s.window = max(s.window, 5*len(e.mask[a])-4)
 		}
 	}
 	for side := range 2 {
-		t := new([256][]matcher)
-		p := new(pairs)
+		t, f := new([256][]matcher), new(firsts)
 		for i := range s.secrets {
 			ms := []matcher{{i, verbatim, 0}, {i, percent, 0}, {i, jsonic, 0}, {i, hexed, 0}, {i, b64enc, 0}, {i, b64enc, 1}, {i, b64enc, 2}}
 			for _, m := range ms {
@@ -371,11 +441,21 @@ func (s *Set) index() {
 					if !slices.Contains(t[ab[0]], m) {
 						t[ab[0]] = append(t[ab[0]], m)
 					}
-					p[int(ab[0])<<2|int(ab[1])>>6] |= 1 << (ab[1] & 63)
+					f.plain.add(ab[0], ab[1])
 				}
 			}
 		}
-		s.cands[side], s.pairs[side] = t, p
+		// A wrapped base64 form may break its line right after its
+		// first character.
+		f.all = f.plain
+		for c, ms := range t {
+			if slices.ContainsFunc(ms, func(m matcher) bool { return m.form == b64enc }) {
+				for _, b := range []byte("\n\r\\") {
+					f.all.add(byte(c), b)
+				}
+			}
+		}
+		s.cands[side], s.firsts[side] = t, f
 	}
 }
 
@@ -383,6 +463,39 @@ func (s *Set) index() {
 // word a×4 + b/64.
 type pairs [256 * 4]uint64
 
+func (p *pairs) add(a, b byte) {
+	p[int(a)<<2|int(b)>>6] |= 1 << (b & 63)
+}
+
 func (p *pairs) has(a, b byte) bool {
 	return p[int(a)<<2|int(b)>>6]&(1<<(b&63)) != 0
+}
+
+// firsts are the pairs of bytes that may begin a match: all of them, and
+// plain, all but those that a line break makes (a base64 form wrapped
+// right after its first character begins with it and the break's first
+// byte). Those are common in text (a letter ending a line) and most begin
+// nothing: the character after the break must make a plain pair too.
+type firsts struct {
+	all, plain pairs
+}
+
+// next is the first place in t from j on where a match may begin, or the
+// last byte if none may before. A text cut too short to tell may begin
+// one there: the matchers decide, when the rest has come. The replacer
+// runs the first loop itself and calls next only at a line break's pair:
+// a call at every pair cost 5% more where every byte is one.
+func (f *firsts) next(t []byte, j int) int {
+	for {
+		for j+1 < len(t) && !f.all.has(t[j], t[j+1]) {
+			j++
+		}
+		if j+1 >= len(t) || f.plain.has(t[j], t[j+1]) || len(t)-j < 6 { // a character, a break of 4, a character
+			return j
+		}
+		if k := lineBreak(t[j+1:]); k > 0 && f.plain.has(t[j], t[j+1+k]) {
+			return j
+		}
+		j++
+	}
 }

@@ -18,7 +18,8 @@ import (
 type span struct{ from, to int }
 
 // spans are every place where t holds v in a form the package promises to
-// find: verbatim, hex, percent-encoded, base64 at any alignment.
+// find: verbatim, hex, percent-encoded, inside a JSON string, base64 at any
+// alignment, on one line or wrapped.
 func spans(t, v []byte) []span {
 	var out []span
 	n := len(v)
@@ -53,11 +54,11 @@ func spans(t, v []byte) []span {
 			// The characters that hold v at alignment a, decoded in
 			// place: pad the front of the group and the end.
 			first, last := 8*a/6, (8*a+8*n+5)/6
-			k := last - first
-			if j+k > len(t) {
+			chars, k := unwrap(t[j:], last-first)
+			if k == 0 {
 				continue
 			}
-			s := strings.Repeat("A", first) + string(t[j:j+k])
+			s := strings.Repeat("A", first) + chars
 			s = strings.NewReplacer("-", "+", "_", "/").Replace(s)
 			s += strings.Repeat("A", (4-len(s)%4)%4)
 			d, err := base64.StdEncoding.DecodeString(s)
@@ -67,6 +68,35 @@ func spans(t, v []byte) []span {
 		}
 	}
 	return out
+}
+
+// lineBreaks are the line breaks that the package promises to find in
+// wrapped base64: as they are, or escaped inside a JSON string.
+var lineBreaks = []string{"\n", "\r\n", `\n`, `\r\n`}
+
+// unwrap is the first n base64 characters of t, on one line or wrapped:
+// broken by one of lineBreaks throughout, the lines between two breaks all
+// one length; and how many bytes of t they take, 0 if t does not begin so.
+func unwrap(t []byte, n int) (string, int) {
+	t = t[:min(len(t), 5*n)] // no form is longer
+	for _, brk := range lineBreaks {
+		lines := strings.Split(string(t), brk)
+		chars := ""
+		for i, l := range lines {
+			l = l[:min(len(l), n-len(chars))]
+			if l == "" || strings.Trim(l, stdAlphabet+"-_") != "" {
+				break
+			}
+			chars += l
+			if len(chars) == n {
+				return chars, n + i*len(brk)
+			}
+			if i > 1 && len(l) != len(lines[1]) {
+				break
+			}
+		}
+	}
+	return "", 0
 }
 
 func unescapes(t []byte, b byte) bool {
@@ -177,6 +207,13 @@ var forms = map[string]func(pre, t, suf []byte) string{
 	"rawstd":     func(p, t, s []byte) string { return base64.RawStdEncoding.EncodeToString(cat(p, t, s)) },
 	"url":        func(p, t, s []byte) string { return base64.URLEncoding.EncodeToString(cat(p, t, s)) },
 	"rawurl":     func(p, t, s []byte) string { return base64.RawURLEncoding.EncodeToString(cat(p, t, s)) },
+	// Wrapped as MIME, PEM and GitHub's API (inside JSON) do, and narrow
+	// enough that every value is broken across lines, several times.
+	"mime":    wrapping(base64.StdEncoding, 76, "\r\n"),
+	"pem":     wrapping(base64.StdEncoding, 64, "\n"),
+	"github":  wrapping(base64.StdEncoding, 60, `\n`),
+	"narrow":  wrapping(base64.RawURLEncoding, 5, `\r\n`),
+	"narrow1": wrapping(base64.URLEncoding, 1, "\n"),
 }
 
 // decoders undo forms (base64 leniently: either alphabet, padded or not).
@@ -195,6 +232,33 @@ var decoders = map[string]func(string) ([]byte, error){
 	"rawstd":     anyBase64,
 	"url":        anyBase64,
 	"rawurl":     anyBase64,
+	"mime":       unwrapped("\r\n"),
+	"pem":        unwrapped("\n"),
+	"github":     unwrapped(`\n`),
+	"narrow":     unwrapped(`\r\n`),
+	"narrow1":    unwrapped("\n"),
+}
+
+// wrapping is the form of base64 in lines of width characters, each
+// ended by brk.
+func wrapping(enc *base64.Encoding, width int, brk string) func(p, t, s []byte) string {
+	return func(p, t, s []byte) string { return wrap(enc.EncodeToString(cat(p, t, s)), width, brk) }
+}
+
+// wrap breaks a base64 text into lines of width characters, each ended by
+// brk, the last one too, as `base64 -w width` writes it.
+func wrap(b64 string, width int, brk string) string {
+	var b strings.Builder
+	for len(b64) > 0 {
+		n := min(width, len(b64))
+		b.WriteString(b64[:n] + brk)
+		b64 = b64[n:]
+	}
+	return b.String()
+}
+
+func unwrapped(brk string) func(string) ([]byte, error) {
+	return func(s string) ([]byte, error) { return anyBase64(strings.ReplaceAll(s, brk, "")) }
 }
 
 // jsonString is t inside a JSON string, as Go writes it (<, >, & as \u00XX).

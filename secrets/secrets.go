@@ -13,16 +13,21 @@
 // case, a space as '+', a stray '%' as itself); inside a JSON string
 // (\u00XX, \/ and the other short escapes); hex in either case; base64,
 // standard or URL-safe, padded or not, at any of the three alignments
-// inside a longer base64 text. What is written takes the form, length,
-// letter case and (as far as the text tells) base64 alphabet of what was
-// found, so every transformation but ForwardURL keeps the length: a
-// Content-Length stays right in both directions.
+// inside a longer base64 text, on one line or wrapped across lines at any
+// width (MIME's 76, PEM's 64, GitHub's 60): "\n" or "\r\n", as it is or
+// escaped inside a JSON string, between any two characters, the same break
+// throughout and the lines between two breaks all one length. What is
+// written takes the form, length, line breaks, letter case and (as far as
+// the text tells) base64 alphabet of what was found, so every
+// transformation but ForwardURL keeps the length: a Content-Length stays
+// right in both directions.
 //
 // Not found: a compressed body (the caller must ask for identity encoding
-// or refuse another), base64 wrapped across lines, a value only partly
-// echoed (a masked "sk-...xyz"), other encodings (quoted-printable, HTML
-// entities, UTF-16, a non-ASCII byte as a JSON code point) and encodings
-// of encodings.
+// or refuse another), a value only partly echoed (a masked "sk-...xyz"),
+// other encodings (quoted-printable, HTML entities, UTF-16, a non-ASCII
+// byte as a JSON code point) and encodings of encodings, among them base64
+// inside a JSON string with '/' escaped as \/, or wrapped with breaks
+// other than the above (spaces, indentation, \u000a).
 package secrets
 
 import (
@@ -36,7 +41,7 @@ import (
 // Bounds of a secret's value. A value shorter than MinLen is refused: its
 // placeholder would be guessable, and its encodings would turn up by chance
 // in ordinary text. MaxLen bounds what a stream holds back while it waits
-// to see whether a match completes (up to six bytes per value byte).
+// to see whether a match completes (up to seven bytes per value byte).
 const (
 	MinLen = 8
 	MaxLen = 4096
@@ -50,8 +55,8 @@ type Set struct {
 	// For each side found: the matchers by the text's first byte, and the
 	// pairs of bytes that may begin a match (most bytes of a text begin
 	// none, and one lookup tells).
-	cands [2]*[256][]matcher
-	pairs [2]*pairs
+	cands  [2]*[256][]matcher
+	firsts [2]*firsts
 }
 
 type secret struct {
@@ -90,7 +95,6 @@ func build(values map[string][]byte, draw func(n int) []byte) (*Set, error) {
 			return nil, fmt.Errorf("secrets: secret %q is longer than %d bytes", name, MaxLen)
 		}
 		s.secrets = append(s.secrets, secret{name: name, text: [2][]byte{value: slices.Clone(v)}})
-		s.window = max(s.window, 6*len(v)) // \u00XX in JSON, per byte
 	}
 	slices.SortFunc(s.secrets, func(a, b secret) int { return strings.Compare(a.name, b.name) })
 	for i := range s.secrets {

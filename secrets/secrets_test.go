@@ -245,7 +245,7 @@ func sample(s *Set) []byte {
 	var b []byte
 	for i, name := range s.Names() {
 		v := s.secrets[i].text[value]
-		for _, form := range []string{"verbatim", "std", "rawurl", "hex", "query", "percentall"} {
+		for _, form := range []string{"verbatim", "std", "rawurl", "hex", "query", "percentall", "narrow"} {
 			b = append(b, forms[form](edges[i%len(edges)], v, edges[(i+1)%len(edges)])...)
 			b = append(b, " : "...)
 		}
@@ -304,7 +304,7 @@ func TestSplits(t *testing.T) {
 	// Every pair of cuts, on the forms of one value.
 	v := values["SYMBOLS"]
 	var small []byte
-	for _, form := range []string{"verbatim", "std", "url", "hex", "query"} {
+	for _, form := range []string{"verbatim", "std", "url", "hex", "query", "narrow"} {
 		small = append(small, forms[form]([]byte("a"), v, nil)...)
 	}
 	want, _ := s.Reverse(small)

@@ -38,12 +38,15 @@ func (s *Set) replacer(side int, allow []bool) *replacer {
 // The output depends only on the text, never on where it was cut.
 func (r *replacer) run(dst, src []byte, eof bool) ([]byte, int) {
 	window := r.set.window
-	pairs := r.set.pairs[r.side]
+	firsts := r.set.firsts[r.side]
 	i := 0
 	for i < len(src) {
 		j := i
-		for j+1 < len(src) && !pairs.has(src[j], src[j+1]) {
+		for j+1 < len(src) && !firsts.all.has(src[j], src[j+1]) {
 			j++
+		}
+		if j+1 < len(src) && !firsts.plain.has(src[j], src[j+1]) {
+			j = firsts.next(src, j) // a line break's pair: most begin nothing
 		}
 		if j+1 == len(src) && len(r.cands[src[j]]) == 0 {
 			j++ // the last byte, and it begins nothing
@@ -160,7 +163,8 @@ func (r *replacer) use() Use {
 }
 
 // chunk is how much a Reader asks of its source at once. A Reader holds at
-// most chunk plus three times the longest value, twice (in and out).
+// most chunk plus the window (up to seven times the longest value), twice
+// (in and out).
 const chunk = 32 << 10
 
 // Reader is a substitution over a stream: what it reads from its source,
