@@ -153,12 +153,27 @@ func testServer(home string, canCrash bool) *mcp.Server {
 }
 
 // encodings are v as a server may echo it: base64 (standard and URL-safe,
-// at each alignment inside a longer text), hex, percent-encoded, escaped
-// in a JSON string.
+// at each alignment inside a longer text; wrapped at 60, 64 and 76 columns
+// as GitHub's contents API, PEM and MIME wrap it, a break falling inside
+// v's encoding), hex, percent-encoded, escaped in a JSON string.
 func encodings(v string) []string {
 	var out []string
 	for _, pre := range []string{"", "x", "xy"} {
 		out = append(out, base64.StdEncoding.EncodeToString([]byte(pre+v+"?>")), base64.RawURLEncoding.EncodeToString([]byte(pre+v+"?>")))
+	}
+	for _, w := range []struct {
+		width int
+		eol   string
+	}{{60, "\n"}, {64, "\n"}, {76, "\r\n"}} {
+		enc := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("p", w.width*3/4-6) + v + "?>"))
+		var b strings.Builder
+		for i := 0; i < len(enc); i += w.width {
+			if i > 0 {
+				b.WriteString(w.eol)
+			}
+			b.WriteString(enc[i:min(i+w.width, len(enc))])
+		}
+		out = append(out, b.String())
 	}
 	var pct, js strings.Builder
 	for i := range len(v) {
