@@ -919,10 +919,7 @@ func (m *monitor) read(fd int) {
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
+		n, oobn, err := recv(fd, buf, oob)
 		if err != nil || n == 0 {
 			return
 		}

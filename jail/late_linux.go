@@ -33,18 +33,14 @@ func (l *LateWorkspace) Bind(dir string) error {
 		return errNotRunning // init is gone
 	}
 	buf := make([]byte, 256)
-	for {
-		n, _, _, _, err := unix.Recvmsg(l.sock, buf, nil, 0)
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil || n == 0:
-			return errNotRunning // init ended without a word
-		case string(buf[:n]) != "ok":
-			return &SetupError{Layer: "workspace", Msg: "the workspace could not be attached", Detail: strings.ToValidUTF8(string(buf[:n]), "?")}
-		}
-		return nil
+	n, _, err := recv(l.sock, buf, nil)
+	switch {
+	case err != nil || n == 0:
+		return errNotRunning // init ended without a word
+	case string(buf[:n]) != "ok":
+		return &SetupError{Layer: "workspace", Msg: "the workspace could not be attached", Detail: strings.ToValidUTF8(string(buf[:n]), "?")}
 	}
+	return nil
 }
 
 // workspaceMount returns a detached bind mount of dir to attach at a jail's

@@ -39,5 +39,9 @@ func childFiles(files []File) []child.File {
 // encodeFilter packs a seccomp program for childSpec.Filter.
 var encodeFilter = child.EncodeFilter
 
-// receivedFD is the one descriptor a control message carries.
-var receivedFD = child.ReceivedFD
+// receivedFD is the one descriptor a control message carries; recv reads
+// a message.
+var (
+	receivedFD = child.ReceivedFD
+	recv       = child.Recv
+)

@@ -371,27 +371,21 @@ func writeEtc(dir, nameserver string) error {
 func bindLate(fd int) {
 	buf := make([]byte, 16)
 	oob := make([]byte, unix.CmsgSpace(4))
-	for {
-		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n == 0 {
-			return // the supervisor is gone: init ends with the jail
-		}
-		why := "ok"
-		if mnt, ok := ReceivedFD(oob[:oobn]); !ok {
-			why = "the workspace's mount did not arrive"
-		} else {
-			err := unix.MoveMount(mnt, "", unix.AT_FDCWD, workspaceDir, unix.MOVE_MOUNT_F_EMPTY_PATH)
-			unix.Close(mnt)
-			if err != nil {
-				why = "move_mount: " + err.Error()
-			}
-		}
-		_ = unix.Sendmsg(fd, []byte(why), nil, nil, 0)
-		return // one workspace per jail
+	n, oobn, err := Recv(fd, buf, oob)
+	if err != nil || n == 0 {
+		return // the supervisor is gone: init ends with the jail
 	}
+	why := "ok"
+	if mnt, ok := ReceivedFD(oob[:oobn]); !ok {
+		why = "the workspace's mount did not arrive"
+	} else {
+		err := unix.MoveMount(mnt, "", unix.AT_FDCWD, workspaceDir, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(mnt)
+		if err != nil {
+			why = "move_mount: " + err.Error()
+		}
+	}
+	_ = unix.Sendmsg(fd, []byte(why), nil, nil, 0) // one workspace per jail
 }
 
 // ReceivedFD is the one descriptor that oob carries, if that is what it is.

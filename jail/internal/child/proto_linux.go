@@ -3,6 +3,7 @@ package child
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/cruciblehq/crucible/seccomp"
@@ -112,6 +113,17 @@ type SetupError struct {
 	Msg    string
 	Fix    string
 	Detail string `json:",omitempty"`
+}
+
+// Recv reads one message of a SOCK_SEQPACKET socket, and its control
+// data, again after a signal: n is 0 once the other end is closed.
+func Recv(fd int, buf, oob []byte) (n, oobn int, err error) {
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if !errors.Is(err, unix.EINTR) {
+			return n, oobn, err
+		}
+	}
 }
 
 // send writes one message on the control socket, with an fd if fd >= 0.
