@@ -604,7 +604,7 @@ func (c *Config) Validate() error {
 	if err := c.validateAPIs(); err != nil {
 		return err
 	}
-	return c.Serve.validate()
+	return c.Serve.validate(c.Sandbox.TmpSize)
 }
 
 func (r *Runtimes) validate() error {

@@ -246,7 +246,7 @@ func TestLoadFull(t *testing.T) {
 	}
 	wantServe := Serve{Token: "0123456789abcdef0123", Tokens: []string{"fedcba9876543210fedc"}, AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute), MaxWorkspaces: 64,
-		MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true}
+		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("Load(full.yaml).Serve = %+v; want %+v", c.Serve, wantServe)
 	}
@@ -371,6 +371,8 @@ func TestParseErrors(t *testing.T) {
 		{"serve:\n  max_body: 1\n", `c.yaml:2: serve.max_body: must be between 1KiB and 256MiB, not 1B`},
 		{"serve:\n  max_result_output: 16GiB\n", `c.yaml:2: serve.max_result_output: must be between 1KiB and 16MiB, not 16GiB`},
 		{"serve:\n  max_workspaces: 0\n", `c.yaml:2: serve.max_workspaces: must be between 1 and 65536, not 0`},
+		{"serve:\n  max_workspace_bytes: 32MiB\n", `c.yaml:2: serve.max_workspace_bytes: must be between one workspace (sandbox.tmp_size: 64MiB) and 1TiB, not 32MiB`},
+		{"serve:\n  max_workspace_bytes: 2TiB\n", `c.yaml:2: serve.max_workspace_bytes: must be between one workspace (sandbox.tmp_size: 64MiB) and 1TiB, not 2TiB`},
 		{"serve:\n  pool: 65\n", `c.yaml:2: serve.pool: must be from 0 to 64, not 65`},
 		{"serve:\n  skills_writable: true\n", `c.yaml:2: serve.skills_writable: needs serve.skills, the directory to write to`},
 		{"network:\n  upstream_ca: ca.pem\n", `c.yaml:2: network.upstream_ca: "ca.pem" is not an absolute path`},

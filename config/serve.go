@@ -37,12 +37,17 @@ type Serve struct {
 	// WorkspaceTTL is how long an idle workspace handle lives; its
 	// directory is then deleted. Default 30m; 1s to 7 days.
 	WorkspaceTTL Duration `yaml:"workspace_ttl"`
-	// MaxWorkspaces bounds the workspaces the server holds at once, warm
-	// jails' included (each a tmpfs of sandbox.tmp_size, so they hold at
-	// most MaxWorkspaces times that); past it, an execution that needs a
-	// new one is refused. A client holds at most 32: past that, its least
+	// MaxWorkspaces bounds the workspaces the server holds at once, the
+	// spares made ahead included; past it, an execution that needs a new
+	// one is refused. A client holds at most 32: past that, its least
 	// recently used idle one is deleted. Default 256; 1 to 65536.
 	MaxWorkspaces int `yaml:"max_workspaces"`
+	// MaxWorkspaceBytes bounds what the workspaces may hold together:
+	// each is a tmpfs of sandbox.tmp_size, in memory, so the server holds
+	// at most this divided by that many of them (and MaxWorkspaces at
+	// most). Default 16GiB (256 of the default 64MiB); from
+	// sandbox.tmp_size to 1TiB.
+	MaxWorkspaceBytes ByteSize `yaml:"max_workspace_bytes"`
 	// MaxBody bounds one HTTP request body. Default 4MiB; 1KiB to 256MiB.
 	MaxBody ByteSize `yaml:"max_body"`
 	// MaxResultOutput bounds each of an execute result's stdout, stderr,
@@ -50,8 +55,9 @@ type Serve struct {
 	// own output limit let through: past it, the head and the tail are
 	// kept and truncated says so. Default 32KiB; 1KiB to 16MiB.
 	MaxResultOutput ByteSize `yaml:"max_result_output"`
-	// Pool is how many warm jails wait for work, per language. Default 2;
-	// 0 to 64 (0: every execution builds its jail).
+	// Pool is how many warm jails wait for work, per worker (one for ts
+	// and js, one for py). Default 2; 0 to 64 (0: every execution builds
+	// its jail).
 	Pool int `yaml:"pool"`
 	// Skills is a host directory of reusable programs, read-only at
 	// /skills in the jail and listed as MCP resources. Default "": none.
@@ -63,37 +69,41 @@ type Serve struct {
 
 // Bounds of the serve section.
 const (
-	minTokenLen      = 16
-	maxConcurrent    = 1024
-	maxBusyWait      = time.Minute
-	minWorkspaceTTL  = time.Second
-	maxWorkspaceTTL  = 7 * 24 * time.Hour
-	minMaxBody       = 1 * KiB
-	maxMaxBody       = 256 * MiB
-	minResultOutput  = 1 * KiB
-	maxResultOutput  = 16 * MiB
-	maxPool          = 64
-	maxWorkspaces    = 65536
-	maxRate          = 1e6
-	maxBurst         = 1000000
-	defaultServePool = 2
+	minTokenLen                = 16
+	maxConcurrent              = 1024
+	maxBusyWait                = time.Minute
+	minWorkspaceTTL            = time.Second
+	maxWorkspaceTTL            = 7 * 24 * time.Hour
+	minMaxBody                 = 1 * KiB
+	maxMaxBody                 = 256 * MiB
+	minResultOutput            = 1 * KiB
+	maxResultOutput            = 16 * MiB
+	maxPool                    = 64
+	maxWorkspaces              = 65536
+	maxWorkspaceBytes ByteSize = 1 << 40
+	maxRate                    = 1e6
+	maxBurst                   = 1000000
+	defaultServePool           = 2
 )
 
 func defaultServe() Serve {
 	return Serve{
-		MaxConcurrent:   4,
-		BusyWait:        Duration(2 * time.Second),
-		Rate:            10,
-		Burst:           20,
-		WorkspaceTTL:    Duration(30 * time.Minute),
-		MaxBody:         4 * MiB,
-		MaxResultOutput: 32 * KiB,
-		MaxWorkspaces:   256,
-		Pool:            defaultServePool,
+		MaxConcurrent:     4,
+		BusyWait:          Duration(2 * time.Second),
+		Rate:              10,
+		Burst:             20,
+		WorkspaceTTL:      Duration(30 * time.Minute),
+		MaxBody:           4 * MiB,
+		MaxResultOutput:   32 * KiB,
+		MaxWorkspaces:     256,
+		MaxWorkspaceBytes: 16 * GiB,
+		Pool:              defaultServePool,
 	}
 }
 
-func (s *Serve) validate() error {
+// validate checks s; workspace is the size of one workspace
+// (sandbox.tmp_size).
+func (s *Serve) validate(workspace ByteSize) error {
 	if s.Token != "" && !TokenOK(s.Token) {
 		// The value is not quoted: it is a credential.
 		return fieldErrorf("serve.token", "must be at least %d characters, without spaces or line breaks", minTokenLen)
@@ -132,6 +142,9 @@ func (s *Serve) validate() error {
 	}
 	if s.MaxWorkspaces < 1 || s.MaxWorkspaces > maxWorkspaces {
 		return fieldErrorf("serve.max_workspaces", "must be between 1 and %d, not %d", maxWorkspaces, s.MaxWorkspaces)
+	}
+	if s.MaxWorkspaceBytes < workspace || s.MaxWorkspaceBytes > maxWorkspaceBytes {
+		return fieldErrorf("serve.max_workspace_bytes", "must be between one workspace (sandbox.tmp_size: %v) and %v, not %v", workspace, maxWorkspaceBytes, s.MaxWorkspaceBytes)
 	}
 	if s.Pool < 0 || s.Pool > maxPool {
 		return fieldErrorf("serve.pool", "must be from 0 to %d, not %d", maxPool, s.Pool)

@@ -121,7 +121,8 @@ func New(o Options) (*Server, error) {
 	sv := &o.Config.Serve
 	spaces, err := workspace.Open(workspace.Options{
 		Size: int64(o.Config.Sandbox.TmpSize), TTL: time.Duration(sv.WorkspaceTTL), Total: sv.MaxWorkspaces,
-		Spare: sv.Pool, // as many as the warm jails of a pool, which a burst of fresh calls takes
+		TotalBytes: int64(sv.MaxWorkspaceBytes),
+		Spare:      sv.Pool, // as many as the warm jails of a pool, which a burst of fresh calls takes
 	})
 	if err != nil {
 		return nil, err

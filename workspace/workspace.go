@@ -37,7 +37,7 @@ var (
 	// ErrUnbounded says that a workspace cannot be bounded here.
 	ErrUnbounded = errors.New("workspaces: each is a tmpfs of bounded size (sandbox.tmp_size), which only root can mount: run crucible serve as root")
 	// ErrFull says that the server holds as many workspaces as it may.
-	ErrFull = errors.New("the server holds as many workspaces as it may (serve.max_workspaces): try again once some have expired, or pass back a workspace handle you hold")
+	ErrFull = errors.New("the server holds as many workspaces as it may (serve.max_workspaces, serve.max_workspace_bytes): try again once some have expired, or pass back a workspace handle you hold")
 )
 
 // Options configure a Set. The zero value of each field but Size means
@@ -56,6 +56,10 @@ type Options struct {
 	// Total bounds the workspaces of the server, spares included: past
 	// it, Create fails with ErrFull. Default 256.
 	Total int
+	// TotalBytes bounds their sizes together: the set holds at most
+	// TotalBytes/Size workspaces, if that is fewer than Total. 0: no bound
+	// but Total's.
+	TotalBytes int64
 	// Spare is how many empty workspaces the set keeps made ahead, so that
 	// Create need not mount a tmpfs on its caller's path (0.1 to 0.4 ms on
 	// the developers' VM). Default 0.
@@ -108,6 +112,12 @@ func Open(o Options) (*Set, error) {
 	o.TTL = cmp.Or(o.TTL, 30*time.Minute)
 	o.PerClient = cmp.Or(o.PerClient, 32)
 	o.Total = cmp.Or(o.Total, 256)
+	if o.TotalBytes > 0 {
+		o.Total = int(min(int64(o.Total), o.TotalBytes/o.Size))
+		if o.Total < 1 {
+			return nil, errors.New("workspace: not one workspace fits in the bytes allowed")
+		}
+	}
 	o.Owner = cmp.Or(o.Owner, nobody)
 	inst, err := openInstance(o.Root)
 	if err != nil {

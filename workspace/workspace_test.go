@@ -322,3 +322,22 @@ func TestUnescape(t *testing.T) {
 		}
 	}
 }
+
+// TotalBytes bounds the workspaces by what they may hold together: with
+// room for two of their size, a third is refused, whatever Total says.
+func TestTotalBytes(t *testing.T) {
+	s := open(t, Options{Total: 100, Size: 1 << 20, TotalBytes: 2<<20 + 1})
+	for _, c := range []string{"a", "b"} {
+		ws, err := s.Create(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Release(ws)
+	}
+	if _, err := s.Create("c"); !errors.Is(err, ErrFull) {
+		t.Fatalf("a third 1 MiB workspace in 2 MiB: %v; want ErrFull", err)
+	}
+	if _, err := Open(Options{Root: filepath.Join(t.TempDir(), "r"), Size: 2 << 20, TotalBytes: 1 << 20}); err == nil {
+		t.Error("a set in which not one workspace fits opened")
+	}
+}
