@@ -22,11 +22,15 @@ func Diagnose(ctx context.Context) []Check {
 	var cs []Check
 	add := func(c Check) { cs = append(cs, c) }
 
+	runtime := containerRuntime()
 	who := Check{Feature: "privileges", Status: StatusOK, Required: true}
 	if os.Geteuid() == 0 {
 		who.Detail = "running as root: the jail maps to unprivileged host ids"
 	} else {
 		who.Detail = fmt.Sprintf("running as uid %d: rootless mode (the jail runs as you)", os.Geteuid())
+	}
+	if runtime != "" {
+		who.Detail += "; in a " + runtime + " container"
 	}
 	add(who)
 
@@ -34,6 +38,9 @@ func Diagnose(ctx context.Context) []Check {
 	if err := probeNamespaces(); err != nil {
 		userns.Status, userns.Detail = StatusMissing, err.Error()+"; "+usernsSysctls()
 		userns.Fix = "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile for crucible); or run as root"
+		if fix := runtimeFix(runtime, blockedSyscalls); fix != "" {
+			userns.Fix = fix
+		}
 	} else {
 		userns.Status, userns.Detail = StatusOK, "user, pid, mount, net, ipc, uts and cgroup namespaces can be created"
 	}
@@ -41,7 +48,7 @@ func Diagnose(ctx context.Context) []Check {
 
 	mnt := Check{Feature: "mount API", Required: true, Status: StatusOK, Detail: "open_tree, move_mount, mount_setattr, pivot_root"}
 	if fd, err := unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLOEXEC); err != nil {
-		mnt.Status, mnt.Detail, mnt.Fix = StatusMissing, "open_tree: "+err.Error(), "use Linux 5.12 or later"
+		mnt.Status, mnt.Detail, mnt.Fix = StatusMissing, "open_tree: "+err.Error(), mountAPIFix(err, runtime)
 	} else {
 		unix.Close(fd)
 	}
@@ -89,6 +96,9 @@ func Diagnose(ctx context.Context) []Check {
 	const need = " (only needed for network rules: network.allow, --allow-net)"
 	if fi, err := os.Stat("/dev/net/tun"); err != nil {
 		tun.Status, tun.Detail, tun.Fix = StatusMissing, "/dev/net/tun is absent", "modprobe tun"+need
+		if fix := runtimeFix(runtime, blockedTun); fix != "" {
+			tun.Fix = fix + need
+		}
 	} else {
 		tun.Detail = fmt.Sprintf("/dev/net/tun present, mode %04o", fi.Mode().Perm())
 		if os.Geteuid() != 0 {
