@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,13 +36,19 @@ func openTun(netns *os.File, mtu uint32) (fd int, err error) {
 // opened there: a tun device or a socket, which keeps that namespace for
 // good.
 //
-// The work happens on a thread of its own, so the caller's thread never
-// changes namespace. If that thread cannot return to our namespace, it is
-// never reused: see openInLocked.
+// Where a thread of ours may come back to our namespace (we are root of
+// the user namespace that owns it), the work happens on a thread of its
+// own, which returns; if it cannot, it is never reused: see openInLocked.
+// Where none may (Crucible in a user namespace of its own, package userns,
+// on the host's network namespace), it goes to the parked thread: see
+// parked.
 func openIn(netns *os.File, open func() (int, error)) (int, error) {
 	type result struct {
 		fd  int
 		err error
+	}
+	if !canReturn() {
+		return parked.do(netns, open)
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -50,6 +57,120 @@ func openIn(netns *os.File, open func() (int, error)) (int, error) {
 	}()
 	r := <-done
 	return r.fd, r.err
+}
+
+// canReturn says whether a thread of ours that enters another network
+// namespace may come back to ours: setns needs CAP_SYS_ADMIN over the user
+// namespace that owns the namespace entered.
+var canReturn = sync.OnceValue(func() bool {
+	net, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true // then openInLocked says why it cannot enter
+	}
+	defer unix.Close(net)
+	owner, err := unix.IoctlRetInt(net, unix.NS_GET_USERNS)
+	if errors.Is(err, unix.EPERM) {
+		return false // the owner is above our user namespace
+	}
+	if err != nil {
+		return true
+	}
+	defer unix.Close(owner)
+	var a, b unix.Stat_t
+	if unix.Fstat(owner, &a) != nil || unix.Stat("/proc/self/ns/user", &b) != nil {
+		return true
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
+})
+
+// parked is the thread that enters jails' network namespaces when no
+// thread may come back to ours. It leaves ours once, for a namespace of its
+// own with nothing in it, and goes back there after each job: never
+// holding a jail's namespace, and never running anything else. It must
+// not end, either: a jail's init dies with the thread that forked it
+// (Pdeathsig), and Go may have run that fork on this thread before it was
+// locked.
+var parked = &parkedThread{}
+
+type parkedThread struct {
+	once sync.Once
+	jobs chan parkedJob
+	err  error  // why the thread could not park
+	home string // its namespace, as /proc names it ("net:[...]")
+}
+
+type parkedJob struct {
+	netns *os.File
+	open  func() (int, error)
+	done  chan parkedResult
+}
+
+type parkedResult struct {
+	fd  int
+	err error
+}
+
+func (p *parkedThread) do(netns *os.File, open func() (int, error)) (int, error) {
+	p.once.Do(func() {
+		p.jobs = make(chan parkedJob)
+		ready := make(chan error)
+		go p.run(ready)
+		p.err = <-ready
+	})
+	if p.err != nil {
+		return -1, p.err
+	}
+	j := parkedJob{netns, open, make(chan parkedResult, 1)}
+	p.jobs <- j
+	r := <-j.done
+	return r.fd, r.err
+}
+
+// run is the parked thread: it never unlocks, and never returns once
+// parked.
+func (p *parkedThread) run(ready chan<- error) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread, whose namespaces /proc/self/ns names: keep it
+		// (locked, so that no other goroutine gets it) until another
+		// thread has parked, then give it back.
+		inner := make(chan error)
+		go p.run(inner)
+		err := <-inner
+		runtime.UnlockOSThread()
+		ready <- err
+		return
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		ready <- fmt.Errorf("making a network namespace to park in: %w", err)
+		return // still locked: the thread ends, and never forked a jail
+	}
+	home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		ready <- fmt.Errorf("opening the parking namespace: %w", err)
+		select {} // in a namespace of its own: it must not serve, nor end
+	}
+	p.home, _ = os.Readlink("/proc/thread-self/ns/net")
+	ready <- nil
+	for j := range p.jobs {
+		if err := enter(j.netns); err != nil {
+			j.done <- parkedResult{-1, fmt.Errorf("entering the jail's network namespace: %w", err)}
+			continue
+		}
+		fd, err := j.open()
+		if e := unix.Setns(home, unix.CLONE_NEWNET); e != nil {
+			// Cannot happen (the namespace is ours), and must not
+			// leave a jail's namespace serving the next job.
+			if err == nil {
+				unix.Close(fd)
+			}
+			j.done <- parkedResult{-1, fmt.Errorf("returning to the parking namespace: %w", e)}
+			for j := range p.jobs {
+				j.done <- parkedResult{-1, errors.New("the thread that enters jails' network namespaces is lost")}
+			}
+		}
+		j.done <- parkedResult{fd, err}
+	}
 }
 
 // openInLocked does openIn's work on the calling goroutine, which it locks
