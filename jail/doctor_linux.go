@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/jail/internal/child"
+	"github.com/cruciblehq/crucible/userns"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,12 +24,7 @@ func Diagnose(ctx context.Context) []Check {
 	add := func(c Check) { cs = append(cs, c) }
 
 	runtime := containerRuntime()
-	who := Check{Feature: "privileges", Status: StatusOK, Required: true}
-	if os.Geteuid() == 0 {
-		who.Detail = "running as root: the jail maps to unprivileged host ids"
-	} else {
-		who.Detail = fmt.Sprintf("running as uid %d: rootless mode (the jail runs as you)", os.Geteuid())
-	}
+	who := privileges()
 	if runtime != "" {
 		who.Detail += "; in a " + runtime + " container"
 	}
@@ -37,7 +33,7 @@ func Diagnose(ctx context.Context) []Check {
 	userns := Check{Feature: "user namespaces", Required: true}
 	if err := probeNamespaces(); err != nil {
 		userns.Status, userns.Detail = StatusMissing, err.Error()+"; "+usernsSysctls()
-		userns.Fix = "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile for crucible); or run as root"
+		userns.Fix = usernsFix
 		if fix := runtimeFix(runtime, blockedSyscalls); fix != "" {
 			userns.Fix = fix
 		}
@@ -101,8 +97,10 @@ func Diagnose(ctx context.Context) []Check {
 		}
 	} else {
 		tun.Detail = fmt.Sprintf("/dev/net/tun present, mode %04o", fi.Mode().Perm())
-		if os.Geteuid() != 0 {
-			tun.Status, tun.Fix = StatusMissing, "run crucible as root: only root can create a jail's tun device"+need
+		if !jailIDs().privileged {
+			tun.Status, tun.Fix = StatusMissing, ownNamespaceFix()+need
+		} else if fix := tunFix(); fix != "" {
+			tun.Status, tun.Fix = StatusMissing, fix+need
 		}
 	}
 	add(tun)
@@ -141,9 +139,66 @@ func Diagnose(ctx context.Context) []Check {
 	return cs
 }
 
+// privileges says as whom crucible runs, and so as whom its jails do.
+func privileges() Check {
+	c := Check{Feature: "privileges", Status: StatusOK}
+	ids, mode := jailIDs(), userns.Current()
+	uid := userns.HostUID()
+	switch {
+	case mode.Entered:
+		c.Detail = fmt.Sprintf("running as uid %d, as root of a user namespace of its own", uid)
+		if ids.single() {
+			c.Detail += " that maps your id alone (" + mode.Why + "): a jail's command runs as you, with your groups"
+			c.Fix = "for jails with ids of their own: as root, install newuidmap (package uidmap) and give the user a range: usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER"
+		} else {
+			uids, _, _ := userns.Own()
+			root, _ := uids.Outside(uint32(ids.base))
+			cmd, _ := uids.Outside(uint32(ids.base + SandboxUID))
+			c.Detail += fmt.Sprintf(": a jail's root and command are host uids %d and %d, from /etc/subuid", root, cmd)
+		}
+	case os.Geteuid() == 0:
+		c.Detail = "running as root: the jail maps to unprivileged host ids"
+	default:
+		c.Status, c.Fix = StatusMissing, ownNamespaceFix()
+		c.Detail = fmt.Sprintf("running as uid %d, without a user namespace of its own (%s): crucible serve cannot execute, and exec and run have no network", uid, mode.Why)
+	}
+	return c
+}
+
+// tunFix is the remedy for a /dev/net/tun that this process cannot open,
+// or "" if it can, or if it is absent (doctor's business).
+func tunFix() string {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err == nil {
+		unix.Close(fd)
+		return ""
+	}
+	if !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
+		return ""
+	}
+	if fi, err := os.Stat("/dev/net/tun"); err == nil && fi.Mode().Perm()&0o006 != 0o006 {
+		// Root of a user namespace of our own is not root of the
+		// device, which belongs to the host's: only its mode lets us in.
+		return fmt.Sprintf("/dev/net/tun is mode %04o: as root, chmod 0666 /dev/net/tun (the mode udev gives it: a tun device a user makes belongs to that user's own namespaces)", fi.Mode().Perm())
+	}
+	if rt := containerRuntime(); rt != "" {
+		return runtimeFix(rt, blockedTun)
+	}
+	return ""
+}
+
+// usernsFix is the remedy for user namespaces that cannot be made.
+const usernsFix = "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile for crucible); or run as root"
+
+// ownNamespaceFix is the remedy for a crucible, started by a user, that
+// could not become root of a user namespace of its own.
+func ownNamespaceFix() string {
+	return "let crucible make a user namespace of its own (crucible doctor says why it could not: " + usernsFix + ")"
+}
+
 func probeNamespaces() error {
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{argProbe}, Env: childEnv,
-		SysProcAttr: namespaceAttr(os.Geteuid() != 0)}
+		SysProcAttr: namespaceAttr(jailIDs())}
 	if err := cmd.Run(); err != nil {
 		var se *SetupError
 		errors.As(startError(err), &se)
@@ -233,7 +288,7 @@ func (h cgroupHost) fix() string {
 // them, whether or not this process may write to them.
 func probeCgroupHost() cgroupHost {
 	_, unified := cgroupMount(cgroupRoot)
-	h := cgroupHost{uid: os.Geteuid(), v2Unified: unified}
+	h := cgroupHost{uid: userns.HostUID(), v2Unified: unified}
 	own, err := ownCgroups()
 	if err != nil {
 		return h

@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,24 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// idmappedBind returns a detached bind mount of dir on which dir's owner
-// appears as the sandbox user: the command, running as an unprivileged host
-// uid, can then write the operator's directory, and what it creates belongs to
-// that directory's owner on the host. It needs root and a filesystem that
-// supports idmapped mounts (ext4, xfs, btrfs, tmpfs, overlayfs, ...); on error
-// the caller binds dir as it is.
-func idmappedBind(dir string) (int, error) {
-	fd, st, err := cloneDir(dir)
-	if err != nil {
-		return -1, err
-	}
-	if err := idmap(fd, st); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
 
 // cloneDir returns a detached bind mount of the directory dir, and dir's
 // owner. Not through a symlink: the jail may have planted one in a
@@ -74,6 +57,11 @@ var idmapNamespaces sync.Map // [2]int{uid, gid} -> int (fd)
 var idmapMu sync.Mutex
 
 func idmapNamespace(uid, gid int) (int, error) {
+	base := jailIDs().base
+	if base < 0 {
+		// The command's writes are ours already: nothing to map.
+		return -1, errors.New("only one id is mapped")
+	}
 	key := [2]int{uid, gid}
 	if fd, ok := idmapNamespaces.Load(key); ok {
 		return fd.(int), nil
@@ -93,8 +81,8 @@ func idmapNamespace(uid, gid int) (int, error) {
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{argHold}, Env: childEnv, Stdin: r,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:  unix.CLONE_NEWUSER,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: hostIDBase + SandboxUID, Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: hostIDBase + SandboxUID, Size: 1}},
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: base + SandboxUID, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: base + SandboxUID, Size: 1}},
 			Pdeathsig:   syscall.SIGKILL,
 		}}
 	if err := cmd.Start(); err != nil {

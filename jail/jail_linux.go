@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,23 +141,25 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	}
 
 	defer s.Late.end() // once the jail is over, or never ran: Bind fails then
-	rootless := os.Geteuid() != 0
-	if s.Late != nil && (rootless || s.Workspace != "") {
-		// Rootless, there is no mount of the host's to hand over.
-		return nil, &SetupError{Layer: "workspace", Msg: "a workspace bound late needs root and no Workspace",
-			Fix: "run crucible as root"}
+	ids := jailIDs()
+	if s.Late != nil && s.Workspace != "" {
+		return nil, errors.New("jail: a Spec with both a Workspace and a late one")
 	}
-	if rootless && s.Network != nil {
-		// Entering the jail's network namespace to create its tun device
-		// takes CAP_SYS_ADMIN in ours.
-		return nil, &SetupError{Layer: "network", Msg: "the sandbox network needs root",
-			Fix: "run crucible as root, or without network rules"}
+	if !ids.privileged && (s.Late != nil || s.Network != nil) {
+		// Cloning a mount for the jail, or entering its network namespace
+		// to make its tun device, takes CAP_SYS_ADMIN in our namespace.
+		layer := "network"
+		if s.Late != nil {
+			layer = "workspace"
+		}
+		return nil, &SetupError{Layer: layer, Msg: "crucible is not root of a user namespace of its own, and the " + layer + " needs that",
+			Fix: ownNamespaceFix()}
 	}
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
 		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: childFiles(s.Files),
 		ReadOnly: s.ReadOnly, Skills: s.Skills, Self: s.Self, TmpSize: s.TmpSize,
-		Rootless: rootless,
+		Rootless: ids.single(),
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
 		Filter:      prog,
 		LandlockMay: allowed(LayerLandlock), NotifyMayFail: allowed(LayerSeccompNotify),
@@ -274,15 +277,17 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		cs.LateFD = 3 + len(childFiles)
 		childFiles = append(childFiles, os.NewFile(uintptr(fd), "late"))
 	}
-	if cs.Workspace != "" && !cs.Rootless {
-		// Best effort: without it the command writes the workspace only where
-		// its permissions let the sandbox's host uid write.
-		if fd, err := idmappedBind(cs.Workspace); err == nil {
+	ids := jailIDs()
+	if cs.Workspace != "" && ids.privileged {
+		// Best effort: without it init binds the path, and the command
+		// writes the workspace only where its permissions let the
+		// sandbox's host uid write.
+		if fd, err := workspaceMount(cs.Workspace); err == nil {
 			cs.WorkspaceFD = 3 + len(childFiles) // where ExtraFiles puts it
 			childFiles = append(childFiles, os.NewFile(uintptr(fd), "workspace"))
 		}
 	}
-	if !cs.Rootless {
+	if ids.privileged {
 		// Detached copies of the read-only paths, for the same reason as
 		// this binary's below: init, root only in the jail's user
 		// namespace, cannot reach a path through a directory private to
@@ -307,10 +312,10 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			}
 		}
 	}
-	if cs.Self != "" && !cs.Rootless {
+	if cs.Self != "" && ids.privileged {
 		// A detached copy of the mount that holds this binary: init could not
 		// reach it by path where a directory on the way is private to root
-		// (go test's build directory). Rootless, init finds it by path.
+		// (go test's build directory). Unprivileged, init finds it by path.
 		if fd, err := unix.OpenTree(unix.AT_FDCWD, "/proc/self/exe", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err == nil {
 			cs.SelfFD = 3 + len(childFiles)
 			childFiles = append(childFiles, os.NewFile(uintptr(fd), "self"))
@@ -320,8 +325,8 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 	// them as a shell does for "echo >/dev/stderr" (through /proc/self/fd,
 	// which checks the pipe's owner like a file's).
 	owner := -1
-	if !cs.Rootless {
-		owner = hostIDBase + SandboxUID
+	if !ids.single() {
+		owner = ids.base + SandboxUID
 	}
 	if s.Result != nil {
 		cs.ResultFD = 3 + len(childFiles)
@@ -367,7 +372,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		Stdout:      stdout,
 		Stderr:      stderr,
 		ExtraFiles:  childFiles[:extra], // fdCtrl, fdSpec, then cs.WorkspaceFD, cs.ResultFD and cs.ToolsFD
-		SysProcAttr: namespaceAttr(cs.Rootless),
+		SysProcAttr: namespaceAttr(ids),
 	}
 	// A stdinTaker's end of the stdin pipe, handed over once init runs.
 	var taker stdinTaker
@@ -460,7 +465,13 @@ func startNetwork(pid int, setup func(*os.File) (io.Closer, error)) (io.Closer, 
 	defer ns.Close()
 	c, err := setup(ns)
 	if err != nil {
-		return nil, &SetupError{Layer: "network", Msg: err.Error(), Fix: "run `crucible doctor`"}
+		fix := "run `crucible doctor`"
+		if errors.Is(err, fs.ErrPermission) {
+			if f := tunFix(); f != "" {
+				fix = f
+			}
+		}
+		return nil, &SetupError{Layer: "network", Msg: err.Error(), Fix: fix}
 	}
 	return c, nil
 }
@@ -762,23 +773,25 @@ func (x *execution) resultOf(st *exitStatus, timedOut bool) (*Result, error) {
 
 // namespaceAttr puts the child in new namespaces of every kind, as root of a
 // user namespace that maps to no privileged host id.
-func namespaceAttr(rootless bool) *syscall.SysProcAttr {
+func namespaceAttr(ids idPlan) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{
 		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWNET |
 			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
 		Setsid:    true,
 		Pdeathsig: syscall.SIGKILL,
 	}
-	if rootless {
-		// An unprivileged user can map only itself.
+	if ids.single() {
+		// Only our own id: an unprivileged user may map nothing else, and
+		// root of a namespace with one id has nothing else to map.
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		return a
 	}
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostIDBase, Size: 1}, {ContainerID: SandboxUID, HostID: hostIDBase + SandboxUID, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: hostIDBase, Size: 1}, {ContainerID: SandboxUID, HostID: hostIDBase + SandboxUID, Size: 1}}
+	b := ids.base
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: b, Size: 1}, {ContainerID: SandboxUID, HostID: b + SandboxUID, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: b, Size: 1}, {ContainerID: SandboxUID, HostID: b + SandboxUID, Size: 1}}
 	a.GidMappingsEnableSetgroups = true
-	// Drop host root's supplementary groups (gid 0 among them) at once.
+	// Drop our supplementary groups (host root's gid 0 among them) at once.
 	a.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 	return a
 }

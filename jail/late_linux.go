@@ -44,7 +44,14 @@ func (l *LateWorkspace) Bind(dir string) error {
 }
 
 // workspaceMount returns a detached bind mount of dir to attach at a jail's
-// /workspace: idmapped if it can be (see idmappedBind), else as it is.
+// /workspace, nosuid and nodev. It is idmapped where it can be: dir's owner
+// then appears as the sandbox user, so the command, running as an
+// unprivileged host uid, can write the operator's directory, and what it
+// creates belongs to that directory's owner on the host. That needs a
+// filesystem that supports idmapped mounts (ext4, xfs, btrfs, tmpfs,
+// overlayfs, ...) mounted in our user namespace or one we own; without it
+// the command writes dir only where its permissions let the sandbox's host
+// uid write.
 func workspaceMount(dir string) (int, error) {
 	fd, st, err := cloneDir(dir)
 	if err != nil {

@@ -185,7 +185,12 @@ func (ts tokens) client(token string) (string, bool) {
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	for _, p := range s.pools {
 		if st := p.Stats(); st.Ready == 0 && st.Warm+st.Cold == 0 {
-			http.Error(w, "not ready: the warm pool of "+strings.Join(p.Languages(), " and ")+" programs is filling", http.StatusServiceUnavailable)
+			why := "the warm pool of " + strings.Join(p.Languages(), " and ") + " programs is filling"
+			if se := p.Failure(); se != nil {
+				// Operators only: a host path may be in the detail.
+				why = "the sandbox cannot be set up: " + se.Error()
+			}
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
 	}

@@ -29,7 +29,8 @@ const (
 // then a real jail; as root, a jail with a network; and which languages can
 // run with cfg's runtimes (none of those is required).
 func Diagnose(ctx context.Context, cfg *config.Config) []Check {
-	checks := append(jail.Diagnose(ctx), networkCheck(ctx)...)
+	checks := jail.Diagnose(ctx)
+	checks = append(checks, networkCheck(ctx, checks)...)
 	for _, l := range lang.All() {
 		c := Check{Feature: l.Name + " (crucible run)", Status: StatusOK}
 		if l.Check != nil {
@@ -45,10 +46,12 @@ func Diagnose(ctx context.Context, cfg *config.Config) []Check {
 }
 
 // networkCheck builds a jail with a network and has it resolve an allowed
-// name: the tun device, the stack and its DNS, end to end. Nothing leaves
-// the machine: the sandbox's resolver answers by itself. Only root can give
-// a jail a network, so as another user there is nothing to try.
-func networkCheck(ctx context.Context) []Check {
+// name: the tun device, the stack and its DNS, end to end, without the
+// layers that checks found missing (their rows say so already). Nothing
+// leaves the machine: the sandbox's resolver answers by itself. Only root
+// (of the host's user namespace or of crucible's own) can give a jail a
+// network, so otherwise there is nothing to try.
+func networkCheck(ctx context.Context, checks []Check) []Check {
 	if os.Geteuid() != 0 {
 		return nil
 	}
@@ -57,6 +60,11 @@ func networkCheck(ctx context.Context) []Check {
 		Fix: "see the network (tun) row (only needed for network rules: network.allow, --allow-net)"}
 	cfg := config.Default()
 	cfg.Network.Allow = []string{name}
+	for _, c := range checks {
+		if c.Status != StatusOK && c.Degradable != "" {
+			cfg.Sandbox.AllowDegraded = append(cfg.Sandbox.AllowDegraded, c.Degradable)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var out bytes.Buffer

@@ -81,6 +81,7 @@ type PoolStats struct {
 
 type poolCounters struct {
 	warm, cold, expired, failed atomic.Int64
+	lastFailure                 atomic.Pointer[jail.SetupError] // why the last jail could not be built
 	misses                      map[string]int64 // under Pool.mu
 }
 
@@ -386,6 +387,10 @@ func (p *Pool) start() *warmJail {
 	if w.err != nil {
 		w.x.release()
 		p.stats.failed.Add(1)
+		var se *jail.SetupError
+		if errors.As(w.err, &se) {
+			p.stats.lastFailure.Store(se)
+		}
 		close(w.ended)
 		close(w.done)
 		return w
@@ -402,6 +407,7 @@ func (p *Pool) start() *warmJail {
 		var se *jail.SetupError
 		if errors.As(err, &se) {
 			p.stats.failed.Add(1)
+			p.stats.lastFailure.Store(se)
 		}
 		select {
 		case in := <-w.stdin: // no execution took it
@@ -457,6 +463,10 @@ func (p *Pool) Stats() PoolStats {
 		Expired: p.stats.expired.Load(), Failed: p.stats.failed.Load(),
 	}
 }
+
+// Failure is why the last jail the pool could not build failed, or nil:
+// until a jail is ready, why none will be.
+func (p *Pool) Failure() *jail.SetupError { return p.stats.lastFailure.Load() }
 
 // Close destroys every jail of the pool and waits until they are gone.
 // Executions in flight end with an error.

@@ -40,6 +40,7 @@ import (
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/userns"
 	"github.com/cruciblehq/crucible/violation"
 )
 
@@ -452,7 +453,7 @@ func unsafeWorkspace(dir string, fi os.FileInfo) string {
 			return "is a home directory, or above one"
 		}
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == 0 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && userns.HostRoot(st.Uid) {
 		return "is owned by root"
 	}
 	return ""

@@ -24,6 +24,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/cruciblehq/crucible/userns"
 )
 
 // Errors a caller branches on or shows. None names a host path.
@@ -65,8 +67,8 @@ type Options struct {
 	// the developers' VM). Default 0.
 	Spare int
 	// Owner is the uid and gid that own each workspace's root; default
-	// nobody (65534): the sandbox refuses a root-owned workspace, since its
-	// code would write as root.
+	// nobody (65534), or our own id in a user namespace that has no other:
+	// never root of the host, as whom the code would write.
 	Owner int
 }
 
@@ -107,7 +109,7 @@ func Open(o Options) (*Set, error) {
 		return nil, errors.New("workspace: no size")
 	}
 	if o.Root == "" {
-		o.Root = filepath.Join(os.TempDir(), "crucible-workspaces-"+strconv.Itoa(os.Geteuid()))
+		o.Root = filepath.Join(os.TempDir(), "crucible-workspaces-"+strconv.Itoa(userns.HostUID()))
 	}
 	o.TTL = cmp.Or(o.TTL, 30*time.Minute)
 	o.PerClient = cmp.Or(o.PerClient, 32)
@@ -118,7 +120,7 @@ func Open(o Options) (*Set, error) {
 			return nil, errors.New("workspace: not one workspace fits in the bytes allowed")
 		}
 	}
-	o.Owner = cmp.Or(o.Owner, nobody)
+	o.Owner = cmp.Or(o.Owner, defaultOwner())
 	inst, err := openInstance(o.Root)
 	if err != nil {
 		return nil, err
@@ -130,6 +132,17 @@ func Open(o Options) (*Set, error) {
 
 // nobody is the default owner of a workspace's directory.
 const nobody = 65534
+
+// defaultOwner is nobody where our user namespace has that id, and our own
+// id where it has no other (see package userns): a tmpfs cannot be given
+// to an id that is not mapped.
+func defaultOwner() int {
+	uids, gids, err := userns.Own()
+	if err == nil && (!uids.Mapped(nobody) || !gids.Mapped(nobody)) {
+		return os.Geteuid()
+	}
+	return nobody
+}
 
 // TTL is how long an idle workspace lives.
 func (s *Set) TTL() time.Duration { return s.o.TTL }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/sandbox"
+	"github.com/cruciblehq/crucible/userns"
 )
 
 func runDoctor(ctx context.Context, args []string, env Env) int {
@@ -55,7 +55,7 @@ func runDoctor(ctx context.Context, args []string, env Env) int {
 // verdict says in one line what crucible can do here, as this user.
 func verdict(blocking, optional []sandbox.Check) string {
 	who := "as root"
-	if uid := os.Geteuid(); uid != 0 {
+	if uid := userns.HostUID(); uid != 0 {
 		who = fmt.Sprintf("as uid %d", uid)
 	}
 	if len(blocking) > 0 {

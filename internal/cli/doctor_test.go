@@ -17,7 +17,8 @@ func TestDoctorAsUser(t *testing.T) {
 	if code != ExitFail {
 		t.Fatalf("doctor as nobody: exit %d, want 1\n%s\n%s", code, out, errs)
 	}
-	if !strings.Contains(out, "crucible serve, run and exec cannot execute anything as uid 65534") {
+	if !strings.Contains(out, "crucible serve, run and exec cannot execute anything as uid 65534") ||
+		!strings.Contains(out, "as root of a user namespace of its own") {
 		t.Errorf("doctor as nobody does not say that nothing can execute:\n%s", out)
 	}
 	if n := strings.Count(out, "cgroups: "); n != 1 {

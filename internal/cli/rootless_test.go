@@ -3,11 +3,18 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/sandbox"
@@ -47,20 +54,29 @@ func runAs(t *testing.T, bin string, uid uint32, args ...string) (int, string, s
 	return code, out.String(), errb.String()
 }
 
-// Rootless mode: started by an ordinary user, the jail is the same (the
-// command is uid 1000 with no capabilities, seccomp and Landlock on), and
-// without a delegated cgroup it refuses to run unless told it may.
-func TestRootless(t *testing.T) {
-	requireRoot(t) // to become nobody
-	bin := buildCrucible(t)
+// The rootless tests' users: one without a range of subordinate ids, one
+// with.
+const (
+	loneUID  = 54320
+	rangeUID = 54321
+)
 
-	code, _, errs := runAs(t, bin, nobody, "exec", "--", "true")
+// Rootless, without a range in /etc/subuid: crucible is root of a user
+// namespace of its own that maps the user's id alone. The jail is the same
+// (the command is uid 1000 with no capabilities, seccomp and Landlock on),
+// without a delegated cgroup it refuses to run unless told it may, and the
+// network and the README's first command work.
+func TestRootless(t *testing.T) {
+	bin := buildCrucible(t)
+	u := newTestUser(t, loneUID, false)
+
+	code, _, errs := u.run(t, bin, nil, nil, "exec", "--", "true")
 	if code != 125 || !strings.Contains(errs, "cgroup") || !strings.Contains(errs, "--allow-degraded cgroup") {
 		t.Fatalf("without a cgroup: exit %d, stderr %q; want 125 naming the cgroup layer and the fix", code, errs)
 	}
 	// With --json, the refusal is one object on stdout, as the README gives
 	// it: {"error": {name, message, layer, fix}}.
-	code, out, _ := runAs(t, bin, nobody, "exec", "--json", "--", "true")
+	code, out, _ := u.run(t, bin, nil, nil, "exec", "--json", "--", "true")
 	var refused struct {
 		Error struct{ Name, Message, Layer, Fix string } `json:"error"`
 	}
@@ -69,7 +85,7 @@ func TestRootless(t *testing.T) {
 		t.Errorf("without a cgroup, --json: exit %d, %q", code, out)
 	}
 
-	code, out, errs = runAs(t, bin, nobody, "exec", "--json", "--allow-degraded", "cgroup", "--",
+	code, out, errs = u.run(t, bin, nil, nil, "exec", "--json", "--allow-degraded", "cgroup", "--",
 		"sh", "-c", `id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/uid_map; touch /workspace/ok && echo wrote; touch /usr/x 2>/dev/null || echo ro`)
 	var r sandbox.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -85,26 +101,207 @@ func TestRootless(t *testing.T) {
 	}
 
 	// A denied syscall is still refused and recorded.
-	code, out, _ = runAs(t, bin, nobody, "exec", "--json", "--allow-degraded", "cgroup", "--",
+	code, out, _ = u.run(t, bin, nil, nil, "exec", "--json", "--allow-degraded", "cgroup", "--",
 		"python3", "-c", "import ctypes; print(ctypes.CDLL(None, use_errno=True).unshare(0x10000000))")
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Stdout != "-1\n" || !violated(&r, "unshare") {
-		t.Errorf("unshare(CLONE_NEWUSER) as nobody: exit %d, %+v", code, r)
+		t.Errorf("unshare(CLONE_NEWUSER) as the user: exit %d, %+v", code, r)
 	}
 
-	// Rootless, the command and the jail's init are the same host uid, so
-	// only Landlock's signal scope (ABI 6) keeps the command from signalling
+	// The command and the jail's init are the same host uid, so only
+	// Landlock's signal scope (ABI 6) keeps the command from signalling
 	// init; were it missing, init would die of the SIGTERM and the marker
 	// would never print.
-	_, out, _ = runAs(t, bin, nobody, "exec", "--json", "--allow-degraded", "cgroup", "--",
+	_, out, _ = u.run(t, bin, nil, nil, "exec", "--json", "--allow-degraded", "cgroup", "--",
 		"sh", "-c", `kill -TERM 1 2>&1; sleep 0.2; echo alive`)
 	if err := json.Unmarshal([]byte(out), &r); err != nil || !strings.Contains(r.Stdout, "Operation not permitted") || !strings.Contains(r.Stdout, "alive") {
 		t.Errorf("kill -TERM 1 from the command: %+v", r)
 	}
 
-	// doctor works as a normal user and says what is missing.
-	code, out, _ = runAs(t, bin, nobody, "doctor")
-	if code != 1 || !strings.Contains(out, "rootless") || !strings.Contains(out, "--allow-degraded cgroup") {
-		t.Errorf("doctor as nobody: exit %d\n%s", code, out)
+	// The README's first command, as the user.
+	code, out, errs = u.run(t, bin, strings.NewReader(`console.log("hi"); return 6 * 7`), nil, "run", "--json", "--allow-degraded", "cgroup", "-")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Stdout != "hi\n" || string(r.Result) != "42" {
+		t.Errorf("the README's command: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+
+	// The network: with the host's /dev/net/tun as it is (0600 on some
+	// machines of this kind), it works, or is refused with the fix.
+	f := newNetFix(t)
+	cfg := publicConfig(t, f.policy(""))
+	curl := fmt.Sprintf("curl -sS http://%s:%d/rootless; getent hosts denied.crucible.test || echo denied", svcName, f.http)
+	net := func(u *testUser) (int, sandbox.Result, string) {
+		code, out, errs := u.run(t, bin, nil, nil, "exec", "--json", "--allow-degraded", "cgroup", "--config", cfg, "--", "sh", "-c", curl)
+		var r sandbox.Result
+		_ = json.Unmarshal([]byte(out), &r)
+		return code, r, out + errs
+	}
+	code, r, all := net(u)
+	if fi, err := os.Stat("/dev/net/tun"); err == nil && fi.Mode().Perm()&0o006 != 0o006 {
+		if code != 125 || !strings.Contains(all, "chmod 0666 /dev/net/tun") {
+			t.Errorf("with /dev/net/tun %04o: exit %d, want 125 and the fix\n%s", fi.Mode().Perm(), code, all)
+		}
+	} else {
+		checkRootlessNet(t, f, code, &r, all)
+	}
+	u.withTun(t)
+	code, r, all = net(u)
+	checkRootlessNet(t, f, code, &r, all)
+
+	// doctor works as the user, and says how it runs.
+	code, out, _ = u.run(t, bin, nil, nil, "doctor")
+	if code != 1 || !strings.Contains(out, "user namespace of its own that maps your id alone") || !strings.Contains(out, "--allow-degraded cgroup") {
+		t.Errorf("doctor as the user: exit %d\n%s", code, out)
+	}
+}
+
+// checkRootlessNet checks what the network test of the rootless tests
+// printed: the allowed host reached, the other name refused and recorded.
+func checkRootlessNet(t *testing.T, f *netFix, code int, r *sandbox.Result, all string) {
+	t.Helper()
+	want := fmt.Sprintf("hello from %s:%d /rootless\ndenied\n", svcName, f.http)
+	if code != 0 || r.Stdout != want || netViolation(r, "dns", "denied.crucible.test") == nil {
+		t.Errorf("the network as the user: exit %d, want %q and a violation\n%s", code, want, all)
+	}
+}
+
+// publicConfig writes yaml to a crucible.yaml that every user may read,
+// and returns its path.
+func publicConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(testenv.PublicDir(t), "crucible.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Rootless, with a range in /etc/subuid and a cgroup delegated as systemd
+// would: the jail runs as host ids of the range, not the user's own, with
+// its memory and pids limits enforced, and the network on.
+func TestRootlessSubIDs(t *testing.T) {
+	bin := buildCrucible(t)
+	u := newTestUser(t, rangeUID, true)
+	u.withTun(t)
+	if !u.delegateCgroup(t) {
+		testenv.Missing(t, "needs cgroup v2 with memory, pids and cpu, or each as cgroup v1")
+	}
+
+	// What the command writes to a host directory belongs to a host id of
+	// the range.
+	dir := testenv.PublicDir(t)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, rangeUID, rangeUID); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := u.run(t, bin, nil, nil, "exec", "--json", "--workspace", dir, "--", "sh", "-c", "id -u; touch /workspace/mine")
+	var r sandbox.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Stdout != "1000\n" || len(r.Degraded) != 0 {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := fi.Sys().(*syscall.Stat_t).Uid
+	lo := uint32(3_000_000_000 + rangeUID%1000*100_000)
+	if owner < lo || owner >= lo+65536 {
+		t.Errorf("the command's file belongs to host uid %d, not one of the range %d-%d", owner, lo, lo+65535)
+	}
+
+	// The limits, enforced in the delegated cgroup.
+	code, out, _ = u.run(t, bin, nil, nil, "exec", "--json", "--memory", "64MiB", "--", "python3", "-c", "a = bytearray(256 << 20); print(len(a))")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || !slices.Contains(r.LimitsHit, "memory") || r.Stdout != "" {
+		t.Errorf("256 MiB under a 64 MiB limit: exit %d\n%s", code, out)
+	}
+	code, out, _ = u.run(t, bin, nil, nil, "exec", "--json", "--pids", "32", "--", "sh", "-c", "for i in $(seq 64); do sleep 5 & done; wait")
+	if err := json.Unmarshal([]byte(out), &r); err != nil || !slices.Contains(r.LimitsHit, "pids") {
+		t.Errorf("64 processes under a limit of 32: exit %d\n%s", code, out)
+	}
+
+	f := newNetFix(t)
+	cfg := publicConfig(t, f.policy(""))
+	code, out, errs = u.run(t, bin, nil, nil, "exec", "--json", "--config", cfg, "--", "sh", "-c",
+		fmt.Sprintf("curl -sS http://%s:%d/rootless; getent hosts denied.crucible.test || echo denied", svcName, f.http))
+	_ = json.Unmarshal([]byte(out), &r)
+	checkRootlessNet(t, f, code, &r, out+errs)
+
+	code, out, _ = u.run(t, bin, nil, nil, "doctor")
+	if code != 0 || !strings.Contains(out, "from /etc/subuid") {
+		t.Errorf("doctor as the user: exit %d\n%s", code, out)
+	}
+}
+
+// An agent that starts crucible serve as the user, as Claude Desktop does:
+// the official TypeScript SDK's client over stdio. A program reaches an
+// allowed host with a secret the jail never holds, and its workspace
+// persists to the next call.
+func TestRootlessServe(t *testing.T) {
+	needCurlPython(t)
+	mcpNode(t)
+	bin := buildCrucible(t)
+	u := newTestUser(t, rangeUID, true)
+	u.withTun(t)
+	degraded := ""
+	if !u.delegateCgroup(t) {
+		degraded = "sandbox:\n  allow_degraded: [cgroup]\n"
+	}
+	f := newSecretFix(t)
+	pub := testenv.PublicDir(t)
+	ca, err := os.ReadFile(f.upstreamCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pub, "upstream-ca.pem"), ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := publicConfig(t, fmt.Sprintf(`network:
+  allow: [%[1]s:%[2]d]
+  hosts:
+    %[1]s: 127.0.0.1
+  allow_private: [127.0.0.0/8]
+  upstream_ca: %[3]s
+secrets:
+  TOKEN:
+    from: env:CRUCIBLE_TEST_TOKEN
+    hosts: [%[1]s:%[2]d]
+%[4]s`, svcName, f.echo, filepath.Join(pub, "upstream-ca.pem"), degraded))
+	code1 := fmt.Sprintf(`import os, urllib.request
+req = urllib.request.Request("https://%s:%d/rootless", headers={"Authorization": "Bearer " + os.environ["TOKEN"]})
+print(urllib.request.urlopen(req, timeout=10).status)
+open("/workspace/note", "w").write("kept")`, svcName, f.echo)
+	code2 := `print(open("/workspace/note").read())`
+
+	node, _ := mcpNode(t)
+	cmd := u.command(nil, bin, "serve", "--config", cfg)
+	args := append([]string{"testdata/mcpclient.mjs", "--lang", "py", "--code", code1, "--code2", code2, "--stdio"}, cmd.Args...)
+	client := exec.Command(node, args...)
+	client.Env = []string{"PATH=/usr/bin:/bin", "CRUCIBLE_TEST_TOKEN=" + tokenValue}
+	var stderr strings.Builder
+	client.Stderr = &stderr
+	out, err := client.Output()
+	if err != nil {
+		t.Fatalf("mcpclient: %v\n%s\n%s", err, out, stderr.String())
+	}
+	if strings.Contains(string(out)+stderr.String(), tokenValue) {
+		t.Errorf("the secret's value reached the client:\n%s", out)
+	}
+	steps := map[string]clientStep{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var s clientStep
+		if err := json.Unmarshal([]byte(line), &s); err != nil || s.Error != "" {
+			t.Fatalf("mcpclient: %v %s\n%s", err, s.Error, stderr.String())
+		}
+		steps[s.Step] = s
+	}
+	for _, c := range []struct{ step, stdout string }{{"execute", "200\n"}, {"execute2", "kept\n"}} {
+		sc := steps[c.step].Result.StructuredContent
+		if sc == nil || sc.ExitCode == nil || *sc.ExitCode != 0 || sc.Stdout != c.stdout {
+			t.Errorf("%s: %+v", c.step, steps[c.step].Result)
+		}
+	}
+	if got := f.received("/rootless"); !strings.Contains(got, "Authorization: Bearer "+tokenValue) {
+		t.Errorf("the host received:\n%s", got)
 	}
 }
 
@@ -114,5 +311,56 @@ func TestDoctorAsRoot(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "jail") || strings.Contains(out, "missing") ||
 		!strings.Contains(out, "built a jail with a network; its DNS answered") {
 		t.Fatalf("doctor: exit %d\n%s", code, out)
+	}
+}
+
+// A serve whose jails cannot be built says why on /readyz, not that its
+// pool is filling: here, as a user with no cgroup of its own.
+func TestRootlessServeNotReady(t *testing.T) {
+	bin := buildCrucible(t)
+	u := newTestUser(t, loneUID, false)
+	cmd := u.command([]string{"CRUCIBLE_TOKEN=" + serveToken}, bin, "serve", "--http", "127.0.0.1:0")
+	logPath := filepath.Join(t.TempDir(), "serve.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("serve, stopped by SIGTERM: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("serve did not stop on SIGTERM within 30s")
+		}
+	}()
+	serveLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	listening := regexp.MustCompile(`listening on (http://\S+)`)
+	var body string
+	for i := 0; i < 600; i++ {
+		if m := listening.FindStringSubmatch(serveLog()); m != nil {
+			if resp, err := http.Get(m[1] + "/readyz"); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				body = string(b)
+				if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "cannot be set up") {
+					break
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(body, "not ready: the sandbox cannot be set up: jail: cgroup:") || !strings.Contains(body, "--allow-degraded cgroup") {
+		t.Errorf("/readyz: %q, want the cgroup layer and its fix\n%s", body, serveLog())
 	}
 }

@@ -4,8 +4,11 @@
 // tools, execute a program), so that the server is judged by the SDK that
 // most agents use rather than by hand-written JSON-RPC.
 //
-//   node mcpclient.mjs [--query Q] [--code C] --http URL      (token: $CRUCIBLE_TOKEN)
-//   node mcpclient.mjs [--query Q] [--code C] --stdio CMD ARGS...
+//   node mcpclient.mjs [--query Q] [--lang L] [--code C] [--code2 C2] --http URL      (token: $CRUCIBLE_TOKEN)
+//   node mcpclient.mjs [--query Q] [--lang L] [--code C] [--code2 C2] --stdio CMD ARGS...
+//
+// With --code2, a second execute (step execute2) runs C2 in the first's
+// workspace, passing back the handle the first returned.
 //
 // It prints one JSON line per step ({"step": ..., ...}) on stdout for the Go
 // test to check, and on the first failure a line {"step", "error"} and exit
@@ -18,6 +21,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 const args = process.argv.slice(2);
 let query = "echo";
 let code = `return await tools.everything.echo({ message: "hi" });`;
+let code2;
+let language;
 let transport;
 while (args.length > 0 && !transport) {
   const flag = args.shift();
@@ -25,6 +30,10 @@ while (args.length > 0 && !transport) {
     query = args.shift();
   } else if (flag === "--code") {
     code = args.shift();
+  } else if (flag === "--code2") {
+    code2 = args.shift();
+  } else if (flag === "--lang") {
+    language = args.shift();
   } else if (flag === "--http") {
     const headers = { Authorization: `Bearer ${process.env.CRUCIBLE_TOKEN ?? ""}` };
     transport = new StreamableHTTPClientTransport(new URL(args.shift()), { requestInit: { headers } });
@@ -79,13 +88,19 @@ try {
   // callTool checks structuredContent against the tool's output schema.
   step = "execute";
   let progress = 0;
-  const ran = await client.callTool({ name: "execute", arguments: { code } }, undefined, {
+  const ran = await client.callTool({ name: "execute", arguments: { code, language } }, undefined, {
     onprogress: ({ message }) => {
       progress++;
       console.log(JSON.stringify({ step: "progress", message }));
     },
   });
   out({ result: ran, progress });
+
+  if (code2 !== undefined) {
+    step = "execute2";
+    const workspace = ran.structuredContent?.workspace;
+    out({ result: await client.callTool({ name: "execute", arguments: { code: code2, language, workspace } }) });
+  }
 
   step = "close";
   await client.close();
