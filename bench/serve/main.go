@@ -151,6 +151,10 @@ func bench(crucible string, n, runs, conc int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// Readable to a -crucible that runs as another user (bench/rootless.sh).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
 	cfgPath := filepath.Join(dir, "crucible.yaml")
 	progPath := filepath.Join(dir, "one.ts")
 	if err := os.WriteFile(cfgPath, []byte(serveConfig), 0o644); err != nil {
