@@ -30,17 +30,20 @@ func Diagnose(ctx context.Context) []Check {
 	}
 	add(who)
 
-	userns := Check{Feature: "user namespaces", Required: true}
+	ns := Check{Feature: "user namespaces", Required: true}
 	if err := probeNamespaces(); err != nil {
-		userns.Status, userns.Detail = StatusMissing, err.Error()+"; "+usernsSysctls()
-		userns.Fix = usernsFix
+		ns.Status, ns.Detail = StatusMissing, err.Error()+"; "+usernsSysctls()
+		ns.Fix = usernsFix
 		if fix := runtimeFix(runtime, blockedSyscalls); fix != "" {
-			userns.Fix = fix
+			ns.Fix = fix
 		}
 	} else {
-		userns.Status, userns.Detail = StatusOK, "user, pid, mount, net, ipc, uts and cgroup namespaces can be created"
+		ns.Status, ns.Detail = StatusOK, "user, pid, mount, net, ipc, uts and cgroup namespaces can be created"
 	}
-	add(userns)
+	add(ns)
+	if c, ok := readAppArmor().check(); ok {
+		add(c)
+	}
 
 	mnt := Check{Feature: "mount API", Required: true, Status: StatusOK, Detail: "open_tree, move_mount, mount_setattr, pivot_root"}
 	if fd, err := unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLOEXEC); err != nil {

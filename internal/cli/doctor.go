@@ -8,17 +8,28 @@ import (
 	"text/tabwriter"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/sandbox"
 	"github.com/cruciblehq/crucible/userns"
 )
 
 func runDoctor(ctx context.Context, args []string, env Env) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	apparmor := fs.Bool("apparmor", false, "print the AppArmor profile that lets this binary make user namespaces (Ubuntu 23.10 and later), and nothing else")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: crucible doctor\n\nChecks each kernel feature the jail needs, then builds one jail, and says\nwhether crucible can execute anything here. Exits 1 when a required\nfeature is missing.")
+		fmt.Fprintln(fs.Output(), "Usage: crucible doctor [--apparmor]\n\nChecks each kernel feature the jail needs, then builds one jail, and says\nwhether crucible can execute anything here. Exits 1 when a required\nfeature is missing.\n\nWith --apparmor, prints the AppArmor profile for this binary's real path\ninstead, for /etc/apparmor.d/crucible.")
 	}
 	if code, ok := parseFlags(fs, args, env); !ok {
 		return code
+	}
+	if *apparmor {
+		exe, err := jail.RealExe()
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "crucible doctor: finding this binary: %v\n", err)
+			return ExitFail
+		}
+		fmt.Fprint(env.Stdout, jail.AppArmorProfile(exe))
+		return ExitOK
 	}
 	checks := sandbox.Diagnose(ctx, config.Default())
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)

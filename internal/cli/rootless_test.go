@@ -351,7 +351,7 @@ func TestRootlessServeNotReady(t *testing.T) {
 		if m := listening.FindStringSubmatch(serveLog()); m != nil {
 			if resp, err := http.Get(m[1] + "/readyz"); err == nil {
 				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				_ = resp.Body.Close()
 				body = string(b)
 				if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "cannot be set up") {
 					break
