@@ -82,7 +82,7 @@ type PoolStats struct {
 type poolCounters struct {
 	warm, cold, expired, failed atomic.Int64
 	lastFailure                 atomic.Pointer[jail.SetupError] // why the last jail could not be built
-	misses                      map[string]int64 // under Pool.mu
+	misses                      map[string]int64                // under Pool.mu
 }
 
 // ErrPoolClosed is Run's error once the pool is closed.
