@@ -1,0 +1,129 @@
+package main
+
+import (
+	"compress/gzip"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/jail"
+)
+
+// The .deb and the .rpm, built as the README says, hold what they should;
+// the .deb, unpacked into a scratch directory (nothing is installed),
+// gives a crucible that runs doctor, reads its packaged config, and has the
+// AppArmor profile for /usr/bin/crucible.
+func TestPackages(t *testing.T) {
+	dpkg := testenv.NeedTool(t, "dpkg-deb")
+	rpm := testenv.NeedTool(t, "rpm")
+	// The binary as the tests build theirs (cached); build's own static
+	// build is the same go build with CGO_ENABLED=0.
+	bin := filepath.Join(t.TempDir(), "crucible")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/crucible").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := t.TempDir()
+	paths, err := build(out, "0.1.0", bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 2 || filepath.Base(paths[0]) != "crucible_0.1.0_"+goarchDeb()+".deb" || !strings.HasSuffix(paths[1], ".rpm") {
+		t.Fatalf("packages %q", paths)
+	}
+	deb, rpmPath := paths[0], paths[1]
+
+	want := []string{"./usr/bin/crucible", "./usr/share/man/man1/crucible.1.gz", "./usr/lib/systemd/system/crucible.service",
+		"./etc/crucible/crucible.yaml", "./etc/apparmor.d/crucible"}
+	list := run(t, dpkg, "-c", deb)
+	for _, w := range want {
+		if !strings.Contains(list, " "+w+"\n") {
+			t.Errorf("the .deb lacks %s:\n%s", w, list)
+		}
+	}
+	if !strings.Contains(list, "-rwxr-xr-x root/root") {
+		t.Errorf("no executable owned by root in the .deb:\n%s", list)
+	}
+	if c := run(t, dpkg, "-f", deb, "Package", "Version", "Recommends"); c != "Package: crucible\nVersion: 0.1.0\nRecommends: uidmap\n" {
+		t.Errorf("control: %q", c)
+	}
+	scripts := t.TempDir()
+	run(t, dpkg, "-e", deb, scripts)
+	conf, _ := os.ReadFile(filepath.Join(scripts, "conffiles"))
+	if string(conf) != "/etc/apparmor.d/crucible\n/etc/crucible/crucible.yaml\n" {
+		t.Errorf("conffiles: %q", conf)
+	}
+	if post, _ := os.ReadFile(filepath.Join(scripts, "postinst")); !strings.Contains(string(post), "apparmor_parser -r -T -W /etc/apparmor.d/crucible") {
+		t.Errorf("postinst:\n%s", post)
+	}
+
+	root := testenv.PublicDir(t)
+	run(t, dpkg, "-x", deb, root)
+	cmd := exec.Command(filepath.Join(root, "usr/bin/crucible"), "doctor")
+	doctor, _ := cmd.Output()
+	if code := cmd.ProcessState.ExitCode(); (code != 0 && code != 1) || !strings.Contains(string(doctor), "FEATURE") || !strings.Contains(string(doctor), "built a jail") {
+		t.Errorf("doctor from the .deb: exit %d\n%s", code, doctor)
+	}
+	if tools := exec.Command(filepath.Join(root, "usr/bin/crucible"), "tools", "--config", filepath.Join(root, "etc/crucible/crucible.yaml")); tools.Run() != nil {
+		t.Errorf("the packaged config: crucible tools --config: %v", tools.ProcessState)
+	}
+	if p, _ := os.ReadFile(filepath.Join(root, "etc/apparmor.d/crucible")); string(p) != jail.AppArmorProfile("/usr/bin/crucible") {
+		t.Errorf("the AppArmor profile:\n%s", p)
+	}
+	f, err := os.Open(filepath.Join(root, "usr/share/man/man1/crucible.1.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page, _ := io.ReadAll(zr); !strings.HasPrefix(string(page), ".TH CRUCIBLE 1 ") || !strings.Contains(string(page), `.SS "crucible serve"`) {
+		t.Errorf("the man page:\n%.300s", page)
+	}
+	if unit, _ := os.ReadFile(filepath.Join(root, "usr/lib/systemd/system/crucible.service")); !strings.Contains(string(unit), "\nExecStart=/usr/bin/crucible serve --http 127.0.0.1:8787 --config /etc/crucible/crucible.yaml\n") {
+		t.Errorf("the unit:\n%s", unit)
+	}
+
+	// The .rpm: the same files but the AppArmor profile, which is Debian's
+	// and Ubuntu's.
+	rl := run(t, rpm, "-qlp", rpmPath)
+	for _, w := range want {
+		in := strings.Contains(rl, strings.TrimPrefix(w, ".")+"\n")
+		if in != (w != "./etc/apparmor.d/crucible") {
+			t.Errorf("the .rpm holds %s: %v\n%s", w, in, rl)
+		}
+	}
+	if c := run(t, rpm, "-qcp", rpmPath); c != "/etc/crucible/crucible.yaml\n" {
+		t.Errorf("the .rpm's config files: %q", c)
+	}
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		var stderr string
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("%s %q: %v\n%s", name, args, err, stderr)
+	}
+	return string(out)
+}
+
+// goarchDeb is this architecture as Debian names it (for the package's
+// file name).
+func goarchDeb() string {
+	out, err := exec.Command("dpkg", "--print-architecture").Output()
+	if err != nil {
+		return "amd64"
+	}
+	return strings.TrimSpace(string(out))
+}
