@@ -17,7 +17,7 @@ func TestMountAPIFix(t *testing.T) {
 	}{
 		{unix.ENOSYS, "", "Linux 5.12"},
 		{unix.ENOSYS, "docker", "Linux 5.12"},
-		{unix.EPERM, "docker", "--security-opt seccomp=unconfined"},
+		{unix.EPERM, "docker", "--security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined --cap-add SYS_ADMIN"},
 		{unix.EPERM, "podman", "--security-opt seccomp=unconfined"},
 		{unix.EPERM, "kubernetes", "seccompProfile: {type: Unconfined}"},
 		{unix.EPERM, "lxc", "the lxc container refuses open_tree"},
@@ -32,5 +32,26 @@ func TestMountAPIFix(t *testing.T) {
 	}
 	if runtimeFix("docker", blockedTun) != "run the container with --device /dev/net/tun" || runtimeFix("", blockedTun) != "" {
 		t.Error("tun fixes")
+	}
+}
+
+// /proc covered by a container's runtime forbids a jail's procfs: doctor
+// names the paths and the runtime's setting.
+func TestProcCheck(t *testing.T) {
+	if c := procCheck("docker", nil); c.Status != StatusOK {
+		t.Errorf("nothing covered: %+v", c)
+	}
+	covered := []string{"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/sys", "/proc/timer_list"}
+	for runtime, want := range map[string]string{"docker": "--security-opt systempaths=unconfined", "kubernetes": "procMount: Unmasked", "": "unmount what covers"} {
+		c := procCheck(runtime, covered)
+		if c.Status != StatusMissing || !c.Required || !strings.Contains(c.Fix, want) || !strings.Contains(c.Detail, "5 paths of /proc are covered (/proc/acpi, /proc/kcore, /proc/keys, /proc/sys, ...)") {
+			t.Errorf("%q: %+v", runtime, c)
+		}
+	}
+	// This test's own machine: whatever covers /proc here is listed.
+	for _, p := range procCovered() {
+		if !strings.HasPrefix(p, "/proc/") {
+			t.Errorf("procCovered: %q", p)
+		}
 	}
 }

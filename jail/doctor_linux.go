@@ -52,6 +52,7 @@ func Diagnose(ctx context.Context) []Check {
 		unix.Close(fd)
 	}
 	add(mnt)
+	add(procCheck(runtime, procCovered()))
 
 	sc := Check{Feature: "seccomp filter", Required: true, Status: StatusOK, Detail: "seccomp-bpf available"}
 	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
@@ -227,6 +228,7 @@ type cgroupHost struct {
 	v2        []string // the controllers this process's cgroup v2 offers
 	v2Unified bool     // /sys/fs/cgroup itself is cgroup v2: there is no v1
 	v1        []string // ours mounted as cgroup v1 under /sys/fs/cgroup
+	runtime   string   // the container's runtime, if any (containerRuntime)
 }
 
 // cgroupKind is where the controllers are, in the order findCgroupParents
@@ -282,6 +284,9 @@ var cgroupFixes = map[cgroupKind]struct{ root, user string }{
 func (h cgroupHost) fix() string {
 	f := cgroupFixes[h.kind()]
 	if h.uid == 0 {
+		if fix := runtimeFix(h.runtime, blockedCgroup); fix != "" && h.kind() != cgroupNone {
+			return fix
+		}
 		return f.root
 	}
 	return strings.ReplaceAll(f.user, "{uid}", strconv.Itoa(h.uid))
@@ -291,7 +296,7 @@ func (h cgroupHost) fix() string {
 // them, whether or not this process may write to them.
 func probeCgroupHost() cgroupHost {
 	_, unified := cgroupMount(cgroupRoot)
-	h := cgroupHost{uid: userns.HostUID(), v2Unified: unified}
+	h := cgroupHost{uid: userns.HostUID(), v2Unified: unified, runtime: containerRuntime()}
 	own, err := ownCgroups()
 	if err != nil {
 		return h

@@ -803,7 +803,14 @@ func startError(err error) error {
 	if !errors.As(err, &errno) {
 		return &SetupError{Layer: "namespaces", Msg: "cannot start the jail's init", Detail: err.Error()}
 	}
-	return cloneError(errno, "the jail's init")
+	se := cloneError(errno, "the jail's init")
+	if se.Layer == LayerUserns {
+		// In a container, the runtime's settings are the fix, not sysctls.
+		if fix := runtimeFix(containerRuntime(), blockedSyscalls); fix != "" {
+			se.Fix = fix
+		}
+	}
+	return se
 }
 
 // cgroupFix is the remedy for a jail whose cgroup could not be made, as
