@@ -144,7 +144,7 @@ func (d *dockerd) image(t *testing.T, bin string) string {
 				testenv.Missing(t, "needs a static busybox (Debian's busybox-static)")
 			}
 		}
-		f.Close()
+		_ = f.Close()
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
