@@ -364,3 +364,72 @@ func TestRootlessServeNotReady(t *testing.T) {
 		t.Errorf("/readyz: %q, want the cgroup layer and its fix\n%s", body, serveLog())
 	}
 }
+
+// Attacks from a jail that a user's crucible built, with the network on:
+// raw addresses and the host's loopback under every spelling stay refused
+// and recorded, as for root; and, with a range, the command is not the
+// user, so the user's private files bound into the jail stay closed to it.
+func TestAttackRootless(t *testing.T) {
+	testenv.NeedTool(t, "curl")
+	bin := buildCrucible(t)
+	u := newTestUser(t, rangeUID, true)
+	u.withTun(t)
+	if !u.delegateCgroup(t) {
+		testenv.Missing(t, "needs cgroup v2 with memory, pids and cpu, or each as cgroup v1")
+	}
+	f := newNetFix(t)
+	cfg := publicConfig(t, f.policy(""))
+	private := testenv.PublicDir(t)
+	if err := os.WriteFile(filepath.Join(private, "secret"), []byte("the user's own\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{private, filepath.Join(private, "secret")} {
+		if err := os.Chown(p, rangeUID, rangeUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, h := range []string{"2130706433", "0x7f.1", "[::ffff:127.0.0.1]", "0.0.0.0", "localhost"} {
+		urls = append(urls, fmt.Sprintf("http://%s:%d/", h, f.http))
+	}
+	script := `python3 -c 'import socket
+for host in ("1.1.1.1", "2606:4700:4700::1111"):
+    try:
+        socket.create_connection((host, 443), timeout=5); print(host, "connected")
+    except OSError as e:
+        print(host, e.strerror)'
+for u in "$@"; do curl -sS --max-time 5 "$u" >/dev/null 2>&1; echo "$u $?"; done
+cat ` + private + `/secret 2>&1 || true
+echo procs $(ls /proc | grep -c '^[0-9]')`
+	code, out, errs := u.run(t, bin, nil, nil, append([]string{"exec", "--json", "--config", cfg, "--ro", private, "--", "sh", "-c", script, "sh"}, urls...)...)
+	var r sandbox.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	for _, host := range []string{"1.1.1.1", "2606:4700:4700::1111"} {
+		if !strings.Contains(r.Stdout, host+" Connection refused") || netViolation(&r, "connect", host) == nil {
+			t.Errorf("%s: not refused and recorded:\n%s", host, dump(&r))
+		}
+	}
+	for _, u := range urls {
+		if !strings.Contains(r.Stdout, u+" 7\n") {
+			t.Errorf("%s: want connection refused:\n%s", u, dump(&r))
+		}
+	}
+	if f.hits.Load() != 0 {
+		t.Errorf("the host's server got %d requests", f.hits.Load())
+	}
+	if !strings.Contains(r.Stdout, "Permission denied") || strings.Contains(r.Stdout, "the user's own") {
+		t.Errorf("the command read the user's private file:\n%s", r.Stdout)
+	}
+	// Init, sh, and what the last line ran: nothing of the user's.
+	var procs int
+	if i := strings.LastIndex(r.Stdout, "procs "); i < 0 {
+		t.Errorf("no process count:\n%s", r.Stdout)
+	} else if _, err := fmt.Sscanf(r.Stdout[i:], "procs %d", &procs); err != nil || procs < 2 || procs > 5 {
+		t.Errorf("the jail sees %d processes (%v), want its own few:\n%s", procs, err, r.Stdout)
+	}
+}
