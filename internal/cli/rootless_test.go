@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -320,48 +319,23 @@ func TestRootlessServeNotReady(t *testing.T) {
 	bin := buildCrucible(t)
 	u := newTestUser(t, loneUID, false)
 	cmd := u.command([]string{"CRUCIBLE_TOKEN=" + serveToken}, bin, "serve", "--http", "127.0.0.1:0")
-	logPath := filepath.Join(t.TempDir(), "serve.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("serve, stopped by SIGTERM: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("serve did not stop on SIGTERM within 30s")
-		}
-	}()
-	serveLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	listening := regexp.MustCompile(`listening on (http://\S+)`)
+	url := httpServeArgv(t, cmd.Args, cmd.Env)
 	var body string
-	for i := 0; i < 600; i++ {
-		if m := listening.FindStringSubmatch(serveLog()); m != nil {
-			if resp, err := http.Get(m[1] + "/readyz"); err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				_ = resp.Body.Close()
-				body = string(b)
-				if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "cannot be set up") {
-					break
-				}
-			}
+	for range 600 {
+		resp, err := http.Get(url + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		body = string(b)
+		if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "cannot be set up") {
+			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if !strings.Contains(body, "not ready: the sandbox cannot be set up: jail: cgroup:") || !strings.Contains(body, "--allow-degraded cgroup") {
-		t.Errorf("/readyz: %q, want the cgroup layer and its fix\n%s", body, serveLog())
+		t.Errorf("/readyz: %q, want the cgroup layer and its fix", body)
 	}
 }
 

@@ -118,10 +118,16 @@ func crucibleEnv(extra ...string) []string {
 // (it is killed 10s later if it has not exited).
 func httpServe(t *testing.T, cfg string) string {
 	t.Helper()
+	return httpServeArgv(t, crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfg), crucibleEnv("CRUCIBLE_TOKEN="+serveToken))
+}
+
+// httpServeArgv is httpServe for the command line argv (which runs
+// `crucible serve --http 127.0.0.1:0`, its token in env).
+func httpServeArgv(t *testing.T, argv, env []string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	argv := crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfg)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = crucibleEnv("CRUCIBLE_TOKEN=" + serveToken)
+	cmd.Env = env
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	logPath := filepath.Join(t.TempDir(), "serve.log")

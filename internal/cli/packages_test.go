@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"compress/gzip"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cruciblehq/crucible/internal/packages"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
 )
@@ -21,14 +22,8 @@ import (
 func TestPackages(t *testing.T) {
 	dpkg := testenv.NeedTool(t, "dpkg-deb")
 	rpm := testenv.NeedTool(t, "rpm")
-	// The binary as the tests build theirs (cached); build's own static
-	// build is the same go build with CGO_ENABLED=0.
-	bin := filepath.Join(t.TempDir(), "crucible")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/crucible").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	out := t.TempDir()
-	paths, err := build(out, "0.1.0", bin)
+	paths, err := packages.Build(out, "0.1.0", buildCrucible(t), ManPage("2026-11-27"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +34,7 @@ func TestPackages(t *testing.T) {
 
 	want := []string{"./usr/bin/crucible", "./usr/share/man/man1/crucible.1.gz", "./usr/lib/systemd/system/crucible.service",
 		"./etc/crucible/crucible.yaml", "./etc/apparmor.d/crucible"}
-	list := run(t, dpkg, "-c", deb)
+	list := runTool(t, dpkg, "-c", deb)
 	for _, w := range want {
 		if !strings.Contains(list, " "+w+"\n") {
 			t.Errorf("the .deb lacks %s:\n%s", w, list)
@@ -48,11 +43,11 @@ func TestPackages(t *testing.T) {
 	if !strings.Contains(list, "-rwxr-xr-x root/root") {
 		t.Errorf("no executable owned by root in the .deb:\n%s", list)
 	}
-	if c := run(t, dpkg, "-f", deb, "Package", "Version", "Recommends"); c != "Package: crucible\nVersion: 0.1.0\nRecommends: uidmap\n" {
+	if c := runTool(t, dpkg, "-f", deb, "Package", "Version", "Recommends"); c != "Package: crucible\nVersion: 0.1.0\nRecommends: uidmap\n" {
 		t.Errorf("control: %q", c)
 	}
 	scripts := t.TempDir()
-	run(t, dpkg, "-e", deb, scripts)
+	runTool(t, dpkg, "-e", deb, scripts)
 	conf, _ := os.ReadFile(filepath.Join(scripts, "conffiles"))
 	if string(conf) != "/etc/apparmor.d/crucible\n/etc/crucible/crucible.yaml\n" {
 		t.Errorf("conffiles: %q", conf)
@@ -62,7 +57,7 @@ func TestPackages(t *testing.T) {
 	}
 
 	root := testenv.PublicDir(t)
-	run(t, dpkg, "-x", deb, root)
+	runTool(t, dpkg, "-x", deb, root)
 	cmd := exec.Command(filepath.Join(root, "usr/bin/crucible"), "doctor")
 	doctor, _ := cmd.Output()
 	if code := cmd.ProcessState.ExitCode(); (code != 0 && code != 1) || !strings.Contains(string(doctor), "FEATURE") || !strings.Contains(string(doctor), "built a jail") {
@@ -92,19 +87,19 @@ func TestPackages(t *testing.T) {
 
 	// The .rpm: the same files but the AppArmor profile, which is Debian's
 	// and Ubuntu's.
-	rl := run(t, rpm, "-qlp", rpmPath)
+	rl := runTool(t, rpm, "-qlp", rpmPath)
 	for _, w := range want {
 		in := strings.Contains(rl, strings.TrimPrefix(w, ".")+"\n")
 		if in != (w != "./etc/apparmor.d/crucible") {
 			t.Errorf("the .rpm holds %s: %v\n%s", w, in, rl)
 		}
 	}
-	if c := run(t, rpm, "-qcp", rpmPath); c != "/etc/crucible/crucible.yaml\n" {
+	if c := runTool(t, rpm, "-qcp", rpmPath); c != "/etc/crucible/crucible.yaml\n" {
 		t.Errorf("the .rpm's config files: %q", c)
 	}
 }
 
-func run(t *testing.T, name string, args ...string) string {
+func runTool(t *testing.T, name string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(name, args...).Output()
 	if err != nil {
