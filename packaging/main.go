@@ -24,7 +24,7 @@ func main() {
 	binary := flag.String("binary", "", "the crucible binary to package (default: built here, static)")
 	flag.Parse()
 	cli.Version = *version
-	names, err := packages.Build(*out, *version, *binary, cli.ManPage(time.Now().UTC().Format("2006-01-02")))
+	names, err := packages.Build(packages.Options{Out: *out, Version: *version, Binary: *binary, Man: cli.ManPage(time.Now().UTC().Format("2006-01-02"))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "packaging:", err)
 		os.Exit(1)

@@ -9,7 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/cruciblehq/crucible/userns"
 )
 
 // Exit codes of crucible itself; a command's own exit code passes through.
@@ -41,6 +47,21 @@ Usage:
 
 Run 'crucible exec -h', 'crucible run -h' or 'crucible serve -h' for their flags.
 `
+
+// Main is the crucible command, as the process's main runs it: os.Args,
+// the process's stdio, SIGINT and SIGTERM to stop. As a user other than
+// root, the commands that build jails run as root of a user namespace of
+// their own (see package userns): this process then only waits for that
+// copy, and returns its exit code.
+func Main() int {
+	jails := len(os.Args) > 1 && slices.Contains([]string{"exec", "run", "serve", "tools", "doctor"}, os.Args[1])
+	if code, _ := userns.Enter(jails); code >= 0 {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+}
 
 // Run runs the crucible command line args (without the program name).
 func Run(ctx context.Context, args []string, env Env) int {

@@ -213,9 +213,9 @@ func (d *dockerd) image(t *testing.T, bin string) string {
 // settings the jail works inside.
 func TestDockerContainer(t *testing.T) {
 	d := startDockerd(t)
-	image := d.image(t, buildCrucible(t))
+	image := d.image(t, publicCrucible(t))
 	run := func(settings []string, args ...string) (string, error) {
-		return d.run(append(append([]string{"run", "--rm", "--network", "none"}, settings...), append([]string{image}, args...)...)...)
+		return d.run(append(append([]string{"run", "--rm", "--network", "none", "-e", cliEnv}, settings...), append([]string{image}, args...)...)...)
 	}
 
 	out, err := run(nil, "crucible", "doctor")

@@ -12,7 +12,7 @@ import (
 // controller, systemd's v2 delegation cannot help.
 func TestDoctorAsUser(t *testing.T) {
 	requireRoot(t) // to become nobody
-	bin := buildCrucible(t)
+	bin := publicCrucible(t)
 	code, out, errs := runAs(t, bin, nobody, "doctor")
 	if code != ExitFail {
 		t.Fatalf("doctor as nobody: exit %d, want 1\n%s\n%s", code, out, errs)

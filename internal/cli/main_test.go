@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
@@ -17,11 +15,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("CRUCIBLE_TEST_CLI") == "1" {
 		// The test binary as the crucible command, as main runs it: for the
-		// tests that need it as a separate process (crucible serve's clients).
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := Run(ctx, os.Args[1:], Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-		stop()
-		os.Exit(code)
+		// tests that need it as a separate process (crucible serve's
+		// clients, and every test that runs it as another user).
+		os.Exit(Main())
 	}
 	// The tester's own crucible.yaml (CRUCIBLE_CONFIG, ~/.config) is no
 	// test's: each test that wants one names it, or sets these itself.

@@ -22,15 +22,24 @@ import (
 func TestPackages(t *testing.T) {
 	dpkg := testenv.NeedTool(t, "dpkg-deb")
 	rpm := testenv.NeedTool(t, "rpm")
+	// The .deb holds this test binary as crucible (62 MB under -race),
+	// uncompressed: nfpm's compressor would run instrumented. The .rpm,
+	// read only for its layout, holds a stand-in.
 	out := t.TempDir()
-	paths, err := packages.Build(out, "0.1.0", buildCrucible(t), ManPage("2026-11-27"))
+	o := packages.Options{Out: out, Version: "0.1.0", Binary: publicCrucible(t), Man: ManPage("2026-11-27"), Format: []string{"deb"}, DebCompression: "none"}
+	debs, err := packages.Build(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(paths) != 2 || filepath.Base(paths[0]) != "crucible_0.1.0_"+goarchDeb()+".deb" || !strings.HasSuffix(paths[1], ".rpm") {
-		t.Fatalf("packages %q", paths)
+	o.Binary, o.Format = "/usr/bin/true", []string{"rpm"}
+	rpms, err := packages.Build(o)
+	if err != nil {
+		t.Fatal(err)
 	}
-	deb, rpmPath := paths[0], paths[1]
+	if len(debs) != 1 || filepath.Base(debs[0]) != "crucible_0.1.0_"+goarchDeb()+".deb" || len(rpms) != 1 || !strings.HasSuffix(rpms[0], ".rpm") {
+		t.Fatalf("packages %q %q", debs, rpms)
+	}
+	deb, rpmPath := debs[0], rpms[0]
 
 	want := []string{"./usr/bin/crucible", "./usr/share/man/man1/crucible.1.gz", "./usr/lib/systemd/system/crucible.service",
 		"./etc/crucible/crucible.yaml", "./etc/apparmor.d/crucible"}
@@ -59,11 +68,14 @@ func TestPackages(t *testing.T) {
 	root := testenv.PublicDir(t)
 	runTool(t, dpkg, "-x", deb, root)
 	cmd := exec.Command(filepath.Join(root, "usr/bin/crucible"), "doctor")
+	cmd.Env = append(os.Environ(), cliEnv)
 	doctor, _ := cmd.Output()
 	if code := cmd.ProcessState.ExitCode(); (code != 0 && code != 1) || !strings.Contains(string(doctor), "FEATURE") || !strings.Contains(string(doctor), "built a jail") {
 		t.Errorf("doctor from the .deb: exit %d\n%s", code, doctor)
 	}
-	if tools := exec.Command(filepath.Join(root, "usr/bin/crucible"), "tools", "--config", filepath.Join(root, "etc/crucible/crucible.yaml")); tools.Run() != nil {
+	tools := exec.Command(filepath.Join(root, "usr/bin/crucible"), "tools", "--config", filepath.Join(root, "etc/crucible/crucible.yaml"))
+	tools.Env = append(os.Environ(), cliEnv)
+	if tools.Run() != nil {
 		t.Errorf("the packaged config: crucible tools --config: %v", tools.ProcessState)
 	}
 	if p, _ := os.ReadFile(filepath.Join(root, "etc/apparmor.d/crucible")); string(p) != jail.AppArmorProfile("/usr/bin/crucible") {

@@ -22,22 +22,41 @@ import (
 // nobody is the unprivileged user the rootless tests run crucible as.
 const nobody = 65534
 
-// buildCrucible builds the crucible binary where an unprivileged user can run it.
-func buildCrucible(t *testing.T) string {
+// publicCrucible returns the crucible command where an unprivileged user
+// can run it: a copy of this test binary, which is crucible when
+// CRUCIBLE_TEST_CLI=1 is in its environment (see TestMain), so that no test
+// compiles the command again (from a fresh clone, that build alone took
+// minutes beside the tests).
+func publicCrucible(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(testenv.PublicDir(t), "crucible")
-	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/crucible")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	src, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
+
+// cliEnv is what a copy of this test binary needs in its environment to
+// be crucible.
+const cliEnv = "CRUCIBLE_TEST_CLI=1"
 
 // runAs runs the crucible binary as uid/gid with an empty environment.
 func runAs(t *testing.T, bin string, uid uint32, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", cliEnv}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	var out, errb strings.Builder
@@ -66,7 +85,7 @@ const (
 // without a delegated cgroup it refuses to run unless told it may, and the
 // network and the README's first command work.
 func TestRootless(t *testing.T) {
-	bin := buildCrucible(t)
+	bin := publicCrucible(t)
 	u := newTestUser(t, loneUID, false)
 
 	code, _, errs := u.run(t, bin, nil, nil, "exec", "--", "true")
@@ -177,7 +196,7 @@ func publicConfig(t *testing.T, yaml string) string {
 // would: the jail runs as host ids of the range, not the user's own, with
 // its memory and pids limits enforced, and the network on.
 func TestRootlessSubIDs(t *testing.T) {
-	bin := buildCrucible(t)
+	bin := publicCrucible(t)
 	u := newTestUser(t, rangeUID, true)
 	u.withTun(t)
 	if !u.delegateCgroup(t) {
@@ -238,7 +257,7 @@ func TestRootlessSubIDs(t *testing.T) {
 func TestRootlessServe(t *testing.T) {
 	needCurlPython(t)
 	mcpNode(t)
-	bin := buildCrucible(t)
+	bin := publicCrucible(t)
 	u := newTestUser(t, rangeUID, true)
 	u.withTun(t)
 	degraded := ""
@@ -275,7 +294,7 @@ open("/workspace/note", "w").write("kept")`, svcName, f.echo)
 	cmd := u.command(nil, bin, "serve", "--config", cfg)
 	args := append([]string{"testdata/mcpclient.mjs", "--lang", "py", "--code", code1, "--code2", code2, "--stdio"}, cmd.Args...)
 	client := exec.Command(node, args...)
-	client.Env = []string{"PATH=/usr/bin:/bin", "CRUCIBLE_TEST_TOKEN=" + tokenValue}
+	client.Env = []string{"PATH=/usr/bin:/bin", cliEnv, "CRUCIBLE_TEST_TOKEN=" + tokenValue}
 	var stderr strings.Builder
 	client.Stderr = &stderr
 	out, err := client.Output()
@@ -316,7 +335,7 @@ func TestDoctorAsRoot(t *testing.T) {
 // A serve whose jails cannot be built says why on /readyz, not that its
 // pool is filling: here, as a user with no cgroup of its own.
 func TestRootlessServeNotReady(t *testing.T) {
-	bin := buildCrucible(t)
+	bin := publicCrucible(t)
 	u := newTestUser(t, loneUID, false)
 	cmd := u.command([]string{"CRUCIBLE_TOKEN=" + serveToken}, bin, "serve", "--http", "127.0.0.1:0")
 	url := httpServeArgv(t, cmd.Args, cmd.Env)
@@ -345,7 +364,7 @@ func TestRootlessServeNotReady(t *testing.T) {
 // user, so the user's private files bound into the jail stay closed to it.
 func TestAttackRootless(t *testing.T) {
 	testenv.NeedTool(t, "curl")
-	bin := buildCrucible(t)
+	bin := publicCrucible(t)
 	u := newTestUser(t, rangeUID, true)
 	u.withTun(t)
 	if !u.delegateCgroup(t) {

@@ -41,7 +41,7 @@ export default {echo, names: Object.keys(env).sort()};
 // Rootless, a jailed server runs the same (its jail degraded where the
 // operator allows: here, no cgroup), a jailed server with a network too.
 func TestRootlessJailedServer(t *testing.T) {
-	bin := buildCrucible(t)
+	bin := publicCrucible(t)
 	u := newTestUser(t, loneUID, false)
 	u.withTun(t)
 	nm := publicNodeModules(t)

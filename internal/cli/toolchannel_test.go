@@ -490,7 +490,7 @@ export default { echo, sum, denied, byCall, listed: (await tools.list()).some((t
 // refused as a limit, and the next call works.
 func TestToolsRootlessTimeout(t *testing.T) {
 	requireRoot(t) // to become nobody
-	bin := buildCrucible(t)
+	bin := publicCrucible(t)
 	cfg, dir := everythingConfigIn(t, publicNodeModules(t), "    timeout: 2s\n")
 	prog := program(t, dir, "p.ts", `
 const slow = await tools.call("ev", "trigger-long-running-operation", { duration: 600, steps: 2 })

@@ -32,11 +32,28 @@ var (
 	postinst []byte
 )
 
-// Build writes the .deb and the .rpm into out and returns their paths. It
-// packages binary, or, if that is "", a static build of ./cmd/crucible
-// (run from the repository's root), with man, the man page crucible(1)
-// in roff (cli.ManPage).
-func Build(out, version, binary, man string) ([]string, error) {
+// Options say what Build packages, and where.
+type Options struct {
+	Out     string // the directory the packages are written to
+	Version string
+	// Binary is the crucible binary; "": a static build of ./cmd/crucible
+	// (Build then runs from the repository's root).
+	Binary string
+	Man    string   // the man page crucible(1), in roff (cli.ManPage)
+	Format []string // "deb", "rpm"; default both
+	// DebCompression is the .deb's data compression; default gzip. The
+	// tests take "none": their binary is large, and the compressor runs
+	// instrumented under -race.
+	DebCompression string
+}
+
+// Build writes the packages into o.Out and returns their paths.
+func Build(o Options) ([]string, error) {
+	out, version, binary, man := o.Out, o.Version, o.Binary, o.Man
+	formats := o.Format
+	if len(formats) == 0 {
+		formats = []string{"deb", "rpm"}
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
@@ -76,7 +93,7 @@ func Build(out, version, binary, man string) ([]string, error) {
 	}
 	at := func(name string) string { return filepath.Join(stage, name) }
 	var paths []string
-	for _, format := range []string{"deb", "rpm"} {
+	for _, format := range formats {
 		info := &nfpm.Info{
 			Name:        "crucible",
 			Arch:        runtime.GOARCH,
@@ -100,6 +117,7 @@ func Build(out, version, binary, man string) ([]string, error) {
 		}
 		if format == "deb" {
 			info.Scripts.PostInstall = at("postinst")
+			info.Deb.Compression = o.DebCompression
 		}
 		p, err := packageOne(nfpm.WithDefaults(info), format, out)
 		if err != nil {
