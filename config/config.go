@@ -17,7 +17,6 @@ import (
 	"maps"
 	"net/netip"
 	"net/url"
-	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -26,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cruciblehq/crucible/glob"
 )
 
 // Config is the whole of crucible.yaml. Each top-level key is one field; a new
@@ -193,6 +194,11 @@ type Server struct {
 
 	// Tools says which of the server's tools the code may call.
 	Tools ToolFilter `yaml:"tools,omitempty"`
+	// Resources says which of the server's resources (by URI) the code
+	// may read with tools.resource. Neither allow nor deny: every one,
+	// unless tools.allow lists tools; then none (resources.allow: ["*"]
+	// opens them).
+	Resources ToolFilter `yaml:"resources,omitempty"`
 	// Group is the server's data-flow group: once an execution has called
 	// a server of one group, servers of any other group are refused to it.
 	// Default "": no group.
@@ -242,8 +248,9 @@ func (s *Server) JailNetwork() Network {
 	return n
 }
 
-// ToolFilter selects a server's tools by name with globs (* any run, ?
-// one character, [a-z] a class). Deny wins; no Allow means every tool.
+// ToolFilter selects a server's tools by name, or its resources by URI,
+// with globs (package glob: * any run, '/' included; ? one character;
+// [a-z] a class). Deny wins; no Allow means every one.
 type ToolFilter struct {
 	Allow []string `yaml:"allow,omitempty"`
 	Deny  []string `yaml:"deny,omitempty"`
@@ -335,13 +342,21 @@ func validateServer(name string, s *Server) error {
 	if err := validateJail(at, s); err != nil {
 		return err
 	}
-	for _, l := range []struct {
-		k     string
-		globs []string
-	}{{"tools.allow", s.Tools.Allow}, {"tools.deny", s.Tools.Deny}} {
+	lists := []struct {
+		k, what, eg string
+		globs       []string
+	}{{"tools.allow", "tool name", "get_*, *_issue or [a-c]*", s.Tools.Allow}, {"tools.deny", "tool name", "get_*, *_issue or [a-c]*", s.Tools.Deny}}
+	lists = append(lists, struct {
+		k, what, eg string
+		globs       []string
+	}{"resources.allow", "resource URI", "file:///data/*", s.Resources.Allow}, struct {
+		k, what, eg string
+		globs       []string
+	}{"resources.deny", "resource URI", "file:///data/*", s.Resources.Deny})
+	for _, l := range lists {
 		for i, g := range l.globs {
-			if _, err := path.Match(g, ""); err != nil || g == "" {
-				return fieldErrorf(fmt.Sprintf("%s[%d]", key(l.k), i), "%s is not a tool name pattern (use e.g. get_*, *_issue or [a-c]*)", quote(g))
+			if _, err := glob.Compile(g); err != nil {
+				return fieldErrorf(fmt.Sprintf("%s[%d]", key(l.k), i), "%s is not a %s pattern: %v (use e.g. %s)", quote(g), l.what, err, l.eg)
 			}
 		}
 	}

@@ -219,8 +219,9 @@ func TestLoadFull(t *testing.T) {
 	wantServers := map[string]Server{
 		"github": {Command: "/usr/local/bin/github-mcp-server", Args: []string{"stdio", "--read-only"},
 			Env: map[string]string{"GITHUB_TOKEN": "ghp_example"}, Cwd: "/srv/mcp/github",
-			Tools: ToolFilter{Allow: []string{"get_*", "search_issues"}, Deny: []string{"get_secret"}},
-			Group: "private", Timeout: Duration(10 * time.Second),
+			Tools:     ToolFilter{Allow: []string{"get_*", "search_issues"}, Deny: []string{"get_secret"}},
+			Resources: ToolFilter{Allow: []string{"repo://acme/*"}, Deny: []string{"repo://acme/secrets/*"}},
+			Group:     "private", Timeout: Duration(10 * time.Second),
 			Jail: true, RO: []string{"/srv/mcp/github"},
 			Network: Network{Allow: []string{"api.github.com"}, MaxConnections: 8},
 			Limits:  ServerLimits{Memory: 256 * MiB, Pids: 64, CPUs: 0.5}},
@@ -254,7 +255,7 @@ func TestLoadFull(t *testing.T) {
 	// Every field is set away from its default, so the example exercises
 	// every field's decoder.
 	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}, {c.Tools, Default().Tools}, {c.Serve, Default().Serve},
-		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Group: "x", Timeout: 1,
+		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Resources: ToolFilter{Allow: []string{"x"}}, Group: "x", Timeout: 1,
 			Jail: true, RO: []string{}, Network: Network{MaxConnections: 1}, Limits: ServerLimits{Pids: 1}}}} {
 		got, def := reflect.ValueOf(sec[0]), reflect.ValueOf(sec[1])
 		for i := range got.NumField() {
@@ -320,7 +321,8 @@ func TestParseErrors(t *testing.T) {
 		{"servers:\n  gh:\n    url: http://a/\n    headers: {\"A B\": c}\n", `c.yaml:4: servers["gh"].headers["A B"]: not a valid header name`},
 		{"servers:\n  gh:\n    command: x\n    env: {1A: b}\n", `c.yaml:4: servers["gh"].env["1A"]: not a valid variable name (letters, digits and _, not starting with a digit)`},
 		{"servers:\n  gh:\n    command: x\n    cwd: rel\n", `c.yaml:4: servers["gh"].cwd: "rel" is not an absolute path`},
-		{"servers:\n  gh:\n    command: x\n    tools: {deny: [\"[a\"]}\n", `c.yaml:4: servers["gh"].tools.deny[0]: "[a" is not a tool name pattern (use e.g. get_*, *_issue or [a-c]*)`},
+		{"servers:\n  gh:\n    command: x\n    tools: {deny: [\"[a\"]}\n", `c.yaml:4: servers["gh"].tools.deny[0]: "[a" is not a tool name pattern: a '[' with no ']' (use e.g. get_*, *_issue or [a-c]*)`},
+		{"servers:\n  gh:\n    command: x\n    resources: {allow: [\"\"]}\n", `c.yaml:4: servers["gh"].resources.allow[0]: "" is not a resource URI pattern: an empty pattern (use e.g. file:///data/*)`},
 		{"servers:\n  gh:\n    command: x\n    timeout: 25h\n", `c.yaml:4: servers["gh"].timeout: must be at most 24h (0 means 30s), not 25h0m0s`},
 		{"servers: [gh]\n", `c.yaml:1: servers: must be a mapping, not a list`},
 		{"tools:\n  max_calls: 0\n", `c.yaml:2: tools.max_calls: must be between 1 and 100000, not 0`},

@@ -43,7 +43,8 @@ process.stdin.on("data", (d) => {
     if (m.method === "initialize") {
       result = {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}}, serverInfo: {name: "read", version: "1"}};
     } else if (m.method === "tools/list") {
-      result = {tools: [{name: "read", inputSchema: {type: "object", properties: {path: {type: "string"}}}}]};
+      result = {tools: [{name: "read", inputSchema: {type: "object", properties: {path: {type: "string"}}}},
+        {name: "whereami", inputSchema: {type: "object"}}, {name: "fetch", inputSchema: {type: "object", properties: {url: {type: "string"}}}}]};
     } else if (m.method === "tools/call" && m.params.name === "whereami") {
       result = {content: [{type: "text", text: __filename}]};
     } else if (m.method === "tools/call" && m.params.name === "fetch") {

@@ -34,7 +34,7 @@ func toolOptions(cfg *config.Config, w *audit.Writer) toolbridge.Options {
 			Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd,
 			URL: s.URL, Headers: s.Headers,
 			Policy: toolbridge.Policy{
-				Allow: s.Tools.Allow, Deny: s.Tools.Deny,
+				Allow: s.Tools.Allow, Deny: s.Tools.Deny, Resources: resourceFilter(s.Resources),
 				Group:   s.Group,
 				Timeout: time.Duration(s.Timeout), // 0: the bridge's default
 			},
@@ -98,3 +98,11 @@ func ToolDeclarations(tools []Tool) string { return toolbridge.Declarations(tool
 // NamedTools returns tools with each one's JSName, the name the code calls
 // it by, set where it is not: see [toolbridge.Named].
 func NamedTools(tools []Tool) []Tool { return toolbridge.Named(tools) }
+
+// resourceFilter is a server's resources section as the bridge takes it.
+func resourceFilter(f config.ToolFilter) *toolbridge.Filter {
+	if len(f.Allow) == 0 && len(f.Deny) == 0 {
+		return nil
+	}
+	return &toolbridge.Filter{Allow: f.Allow, Deny: f.Deny}
+}

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
+
+	"github.com/cruciblehq/crucible/glob"
 
 	"github.com/cruciblehq/crucible/violation"
 )
@@ -40,31 +41,71 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return e.Server + "." + e.Tool + ": " + e.Message }
 
-// refuses returns why p refuses tool, or "".
-func (p *Policy) refuses(tool string) string {
-	for _, g := range p.Deny {
-		if ok, _ := path.Match(g, tool); ok {
-			return fmt.Sprintf("tool %s is denied by this server's policy (rule %q)", tool, g)
+// rules is a Policy compiled: its globs, and what it says of resources.
+type rules struct {
+	allow, deny       glob.Set // tools
+	resAllow, resDeny glob.Set // resource URIs
+	noResources       bool     // no resource may be read
+}
+
+func compileRules(p Policy) (*rules, error) {
+	var r rules
+	var err error
+	for _, c := range []struct {
+		set  *glob.Set
+		list []string
+	}{{&r.allow, p.Allow}, {&r.deny, p.Deny}} {
+		if *c.set, err = glob.CompileAll(c.list); err != nil {
+			return nil, fmt.Errorf("tool %w", err)
 		}
 	}
-	if len(p.Allow) == 0 {
+	if p.Resources == nil {
+		// A server whose tools are listed one by one has its resources
+		// closed too, unless they are listed: a denied read_file must
+		// not come back as a read of file:///...
+		r.noResources = len(p.Allow) > 0
+		return &r, nil
+	}
+	for _, c := range []struct {
+		set  *glob.Set
+		list []string
+	}{{&r.resAllow, p.Resources.Allow}, {&r.resDeny, p.Resources.Deny}} {
+		if *c.set, err = glob.CompileAll(c.list); err != nil {
+			return nil, fmt.Errorf("resource %w", err)
+		}
+	}
+	return &r, nil
+}
+
+// refuses returns why the rules refuse tool, or "".
+func (r *rules) refuses(tool string) string {
+	if (len(r.allow) > 0 || len(r.deny) > 0) && !glob.Clean(tool) {
+		return fmt.Sprintf("tool %q has a name that this server's policy cannot match cleanly (only printable ASCII, no space)", tool)
+	}
+	if g := r.deny.Match(tool); g != nil {
+		return fmt.Sprintf("tool %s is denied by this server's policy (rule %q)", tool, g)
+	}
+	if len(r.allow) == 0 || r.allow.Match(tool) != nil {
 		return ""
-	}
-	for _, g := range p.Allow {
-		if ok, _ := path.Match(g, tool); ok {
-			return ""
-		}
 	}
 	return fmt.Sprintf("tool %s is not in this server's allow list; tools.list() shows the tools allowed", tool)
 }
 
-func checkGlobs(p Policy) error {
-	for _, g := range append(append([]string{}, p.Allow...), p.Deny...) {
-		if _, err := path.Match(g, ""); err != nil {
-			return fmt.Errorf("tool pattern %q is malformed", g)
-		}
+// refusesResource returns why the rules refuse reading uri, or "".
+func (r *rules) refusesResource(uri string) string {
+	switch {
+	case r.noResources:
+		return "this server's resources are not open to the code: its tools are listed one by one (tools.allow), and its resources are not (resources.allow)"
+	case (len(r.resAllow) > 0 || len(r.resDeny) > 0) && !glob.Clean(uri):
+		return fmt.Sprintf("resource %q has a URI that this server's policy cannot match cleanly (only printable ASCII, no space)", uri)
 	}
-	return nil
+	if g := r.resDeny.Match(uri); g != nil {
+		return fmt.Sprintf("resource %s is denied by this server's policy (rule %q)", uri, g)
+	}
+	if len(r.resAllow) == 0 || r.resAllow.Match(uri) != nil {
+		return ""
+	}
+	return fmt.Sprintf("resource %s is not in this server's resources.allow list", uri)
 }
 
 // objectArgs returns args as the JSON object a call sends: empty or null

@@ -54,6 +54,7 @@ func backoff(n int, first time.Duration) time.Duration {
 type server struct {
 	name   string
 	cfg    Server
+	rules  *rules // cfg.Policy, compiled
 	log    *slog.Logger
 	redact *redaction
 	client *mcp.Client
@@ -72,8 +73,8 @@ type server struct {
 	closed   bool
 }
 
-func newServer(name string, cfg Server, home string, log *slog.Logger) *server {
-	s := &server{name: name, cfg: cfg, log: log, backoff: firstBackoff}
+func newServer(name string, cfg Server, r *rules, home string, log *slog.Logger) *server {
+	s := &server{name: name, cfg: cfg, rules: r, log: log, backoff: firstBackoff}
 	s.life, s.end = context.WithCancel(context.Background())
 	s.redact = redactor(cfg, home)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"},
@@ -438,7 +439,7 @@ func (s *server) tools(ctx context.Context) ([]Tool, error) {
 		if err != nil {
 			return nil, s.failed(sess, "", err)
 		}
-		if s.cfg.Policy.refuses(t.Name) != "" {
+		if s.rules.refuses(t.Name) != "" {
 			continue
 		}
 		// The schemas too: descriptions and defaults are where a server
@@ -463,6 +464,16 @@ func (s *server) tools(ctx context.Context) ([]Tool, error) {
 
 // call calls tool; the per-call timeout covers the server's start too, so
 // that a server that never answers costs a call its timeout, not more.
+// lists says whether the server lists tool, by that name exactly, among
+// the tools its policy allows (listing them first if need be).
+func (s *server) lists(ctx context.Context, tool string) (bool, error) {
+	list, err := s.tools(ctx)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(list, func(t Tool) bool { return t.Name == tool }), nil
+}
+
 func (s *server) call(ctx context.Context, tool string, args []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Policy.Timeout)
 	defer cancel()

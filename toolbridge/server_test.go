@@ -76,6 +76,14 @@ type answer struct {
 // cannot crash.
 func testServer(home string, canCrash bool) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
+	// Names with '/', as aggregating servers give them: path.Match's '*'
+	// did not cross it.
+	for _, name := range []string{"admin/delete_repo", "delete_/x"} {
+		mcp.AddTool(s, &mcp.Tool{Name: name, Description: "Deletes."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return text("deleted by " + name), nil, nil
+			})
+	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes the text back.\nSecond line."},
 		func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
 			return text(a.Text), nil, nil

@@ -84,9 +84,15 @@ type Process struct {
 
 // Policy is what the code may do with one server.
 type Policy struct {
-	// Allow and Deny are globs of tool names (path.Match syntax: *, ?,
-	// [a-z]). Deny wins; an empty Allow allows every tool not denied.
+	// Allow and Deny are globs of tool names (package glob: * any run,
+	// '/' included; ?, [a-z]). Deny wins; an empty Allow allows every
+	// tool not denied. With either, a name that is not printable ASCII is
+	// refused: it cannot be matched cleanly.
 	Allow, Deny []string
+	// Resources are globs of the resource URIs the code may read, as
+	// Allow and Deny are of tools. nil: every URI, unless Allow lists
+	// tools; then none.
+	Resources *Filter
 	// Group names the server's data-flow group: once an execution has
 	// called a server of one group, a server of another group is refused
 	// for the rest of it. "" is no group.
@@ -94,6 +100,10 @@ type Policy struct {
 	// Timeout bounds each call; zero means DefaultTimeout.
 	Timeout time.Duration
 }
+
+// Filter is an allow and a deny list of globs; Deny wins, and no Allow
+// allows everything not denied.
+type Filter struct{ Allow, Deny []string }
 
 // Limits bound one execution's use of the bridge; zero fields mean the
 // defaults.
@@ -142,11 +152,12 @@ func New(o Options) (*Bridge, error) {
 		if (s.Command == "") == (s.URL == "") {
 			return nil, fmt.Errorf("tool server %s: exactly one of a command and a URL is needed", name)
 		}
-		if err := checkGlobs(s.Policy); err != nil {
+		r, err := compileRules(s.Policy)
+		if err != nil {
 			return nil, fmt.Errorf("tool server %s: %w", name, err)
 		}
 		s.Policy.Timeout = cmp.Or(s.Policy.Timeout, DefaultTimeout)
-		b.servers[name] = newServer(name, s, home, b.log.With("server", name))
+		b.servers[name] = newServer(name, s, r, home, b.log.With("server", name))
 	}
 	return b, nil
 }
@@ -220,14 +231,23 @@ func (s *Session) Tools(ctx context.Context) ([]Tool, error) { return s.b.Tools(
 
 // admit checks a call of tool ("" for a resource) on the named server
 // against the policy and the limits, and counts it.
-func (s *Session) admit(name, tool string, argBytes int) (*server, error) {
+func (s *Session) admit(ctx context.Context, name, tool string, argBytes int) (*server, error) {
 	srv, ok := s.b.servers[name]
 	if !ok {
 		return nil, refusef(KindTool, name, tool, "there is no tool server %q (servers: %s)", name, strings.Join(s.b.Servers(), ", "))
 	}
 	if tool != "" {
-		if why := srv.cfg.Policy.refuses(tool); why != "" {
+		if why := srv.rules.refuses(tool); why != "" {
 			return nil, refusef(KindTool, name, tool, "%s", why)
+		}
+		// Only a tool the server lists, by the name it lists: the
+		// policy matched that name, and a server that took
+		// "Delete_repo" for "delete_repo" must not get a name the
+		// policy never saw.
+		if ok, err := srv.lists(ctx, tool); err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, refusef(KindTool, name, tool, "tool server %s has no tool %q that the code may call; tools.list() shows them, by the names to use", name, tool)
 		}
 	}
 	lim := s.b.limits
@@ -264,7 +284,7 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 	if err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", server, tool, err)
 	}
-	srv, err := s.admit(server, tool, len(args))
+	srv, err := s.admit(ctx, server, tool, len(args))
 	if err != nil {
 		return nil, err
 	}
@@ -278,9 +298,14 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 // Resource reads the resource at uri on the named server and returns its
 // contents as JSON: a list of {uri, mimeType, text} or {uri, mimeType,
 // blob} (base64). It counts as a call, and binds the server's group like
-// one; the server's tool globs do not apply (a resource is not a tool).
+// one; the server's resource globs apply (Policy.Resources).
 func (s *Session) Resource(ctx context.Context, server, uri string) ([]byte, error) {
-	srv, err := s.admit(server, "", len(uri))
+	if srv, ok := s.b.servers[server]; ok {
+		if why := srv.rules.refusesResource(uri); why != "" {
+			return nil, refusef(KindTool, server, "", "%s", why)
+		}
+	}
+	srv, err := s.admit(ctx, server, "", len(uri))
 	if err != nil {
 		return nil, err
 	}

@@ -135,6 +135,66 @@ func TestToolsListAndPolicy(t *testing.T) {
 	}
 }
 
+// The holes of the old policy, each an attack: a '*' that stopped at '/', a
+// name the server might take for a denied one (another case, a look-alike
+// letter, a name it does not list), and resources read past a tool policy.
+func TestPolicyHoles(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		policy   Policy
+		tool     string
+		refusal  string // "" when the call goes through
+		resource string // "" when reading test://hello goes through
+	}{
+		{"deny * covers /", Policy{Deny: []string{"*"}}, "admin/delete_repo", `denied by this server's policy (rule "*")`, ""},
+		{"delete_* covers delete_/x", Policy{Deny: []string{"delete_*"}}, "delete_/x", `(rule "delete_*")`, ""},
+		{"*/delete_*", Policy{Deny: []string{"delete_*", "*/delete_*"}}, "admin/delete_repo", `(rule "*/delete_*")`, ""},
+		{"allow admin/*", Policy{Allow: []string{"admin/*"}}, "admin/delete_repo", "", "resources are not open to the code"},
+		{"another case", Policy{Deny: []string{"delete_*"}}, "Delete_/x", `has no tool "Delete_/x"`, ""},
+		{"a look-alike", Policy{Deny: []string{"delete_*"}}, "dеlete_/x", "cannot match cleanly", ""},
+		{"a zero-width joiner", Policy{Deny: []string{"delete_*"}}, "delete\u200d_/x", "cannot match cleanly", ""},
+		{"not listed, no policy", Policy{}, "rm_rf", `has no tool "rm_rf"`, ""},
+		{"resources opened", Policy{Allow: []string{"echo"}, Resources: &Filter{Allow: []string{"test://*"}}}, "echo", "", ""},
+		{"a resource denied", Policy{Resources: &Filter{Deny: []string{"test://hel*"}}}, "echo", "", `resource test://hello is denied by this server's policy (rule "test://hel*")`},
+		{"a resource not allowed", Policy{Resources: &Filter{Allow: []string{"file:///data/*"}}}, "echo", "", "not in this server's resources.allow list"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := goServer(t)
+			srv.Policy = c.policy
+			s := newBridge(t, Options{Servers: map[string]Server{"go": srv}}).NewSession()
+			args := `{}`
+			if c.tool == "echo" {
+				args = `{"text": "x"}`
+			}
+			out, err := call(t, s, "go", c.tool, args)
+			if c.refusal == "" && err != nil {
+				t.Errorf("%s: %v", c.tool, err)
+			} else if c.refusal != "" {
+				wantRefusal(t, err, KindTool, c.refusal)
+				if out != "" {
+					t.Errorf("%s went through: %s", c.tool, out)
+				}
+			}
+			_, err = s.Resource(testCtx(t), "go", "test://hello")
+			if c.resource == "" && err != nil {
+				t.Errorf("resource: %v", err)
+			} else if c.resource != "" {
+				wantRefusal(t, err, KindTool, c.resource)
+			}
+			want := 0
+			if c.refusal == "" {
+				want++
+			}
+			if c.resource == "" {
+				want++
+			}
+			if s.Calls() != want {
+				t.Errorf("calls = %d; want %d (refusals are not counted)", s.Calls(), want)
+			}
+		})
+	}
+}
+
 func TestGroups(t *testing.T) {
 	mail, paste, free := goServer(t), goServer(t), goServer(t)
 	mail.Policy.Group, paste.Policy.Group = "private", "public"

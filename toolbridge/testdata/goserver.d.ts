@@ -12,6 +12,12 @@ declare namespace tools {
   function apis(query?: string): Promise<{ name: string; description?: string; hosts: string[]; base_urls: string[]; auth: { secret: string; header?: string; query?: string }[]; rules?: string[]; docs?: string; operations: number; sections?: number; matches?: { method?: string; path?: string; operation_id?: string; summary?: string; parameters?: string[]; section?: string }[] }[]>;
 
   namespace go {
+    /**
+     * Deletes.
+     *
+     * The tool "admin/delete_repo" (tools.call("go", "admin/delete_repo", args)).
+     */
+    function admin_delete_repo(args?: Record<string, unknown>): Promise<unknown>;
     /** Returns n bytes of text. */
     function big(args: {
       /** how many bytes */
@@ -19,6 +25,12 @@ declare namespace tools {
     }): Promise<unknown>;
     /** Exits in the middle of the call. */
     function crash(args?: Record<string, unknown>): Promise<unknown>;
+    /**
+     * Deletes.
+     *
+     * The tool "delete_/x" (tools.call("go", "delete_/x", args)).
+     */
+    function delete__x(args?: Record<string, unknown>): Promise<unknown>;
     /**
      * Echoes the text back.
      * Second line.

@@ -1,0 +1,137 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
+)
+
+// aggregator is a stdio MCP server as aggregating servers are: tool names
+// with '/', tools it serves under any case, and resources. Every call and
+// read it serves is appended to the file named by its first argument, so
+// that a test sees what got through.
+const aggregator = `
+const fs = require("fs");
+const log = process.argv[2];
+const tools = ["admin/delete_repo", "delete_/x", "read_file", "get_issue"];
+let buf = "";
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+process.stdin.on("data", (d) => {
+  buf += d;
+  let i;
+  while ((i = buf.indexOf("\n")) >= 0) {
+    const line = buf.slice(0, i); buf = buf.slice(i + 1);
+    if (!line.trim()) continue;
+    const m = JSON.parse(line);
+    if (m.id === undefined) continue;
+    let result;
+    if (m.method === "initialize") {
+      result = {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}, resources: {}}, serverInfo: {name: "agg", version: "1"}};
+    } else if (m.method === "tools/list") {
+      result = {tools: tools.map((name) => ({name, inputSchema: {type: "object"}}))};
+    } else if (m.method === "tools/call") {
+      fs.appendFileSync(log, "call " + m.params.name + "\n");
+      result = {content: [{type: "text", text: "done: " + m.params.name}]};
+    } else if (m.method === "resources/read") {
+      fs.appendFileSync(log, "read " + m.params.uri + "\n");
+      result = {contents: [{uri: m.params.uri, mimeType: "text/plain", text: "secret contents"}]};
+    } else {
+      send({jsonrpc: "2.0", id: m.id, error: {code: -32601, message: "no such method"}});
+      continue;
+    }
+    send({jsonrpc: "2.0", id: m.id, result});
+  }
+});
+`
+
+// A program attacks the tool policy from inside the jail: a '*' that once
+// stopped at '/', a denied name in another case or with a look-alike
+// letter (which a lenient server would take), a name the allow list
+// matches but the server does not list, and a resource read past a tool
+// allow list. Each is refused with a violation, and the server never
+// sees it; the allowed call goes through.
+func TestAttackToolPolicy(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	node := testenv.NeedTool(t, "node")
+	testenv.NeedTool(t, "python3")
+	dir := testenv.PublicDir(t)
+	script, log := filepath.Join(dir, "agg.js"), filepath.Join(t.TempDir(), "served.log")
+	if err := os.WriteFile(script, []byte(aggregator), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`servers:
+  agg:
+    command: `+node+`
+    args: [`+script+`, `+log+`]
+    tools: {allow: ["get_*", "*delete*"], deny: ["*delete*"]}
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := NewTools(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tools.Close)
+	src := `import crucible
+out = {}
+for name in ["admin/delete_repo", "delete_/x", "Admin/Delete_repo", "admin/dеlete_repo", "read_file", "get_secret", "Get_issue", "get_issue"]:
+    try:
+        out[name] = crucible.tools.call("agg", name, {})
+    except crucible.ToolError as e:
+        out[name] = e.kind + ": " + str(e)
+try:
+    out["resource"] = crucible.tools.resource("agg", "file:///etc/shadow")
+except crucible.ToolError as e:
+    out["resource"] = e.kind + ": " + str(e)
+crucible.result = out
+`
+	prog, err := Program(cfg, "py", []byte(src), "main.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), cfg, prog, Options{Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(r.Result, &out); err != nil {
+		t.Fatalf("%v: %s\n%+v", err, r.Result, r)
+	}
+	for name, want := range map[string]string{
+		"admin/delete_repo": `tool: tool admin/delete_repo is denied by this server's policy (rule "*delete*")`,
+		"delete_/x":         `tool: tool delete_/x is denied`,
+		"Admin/Delete_repo": `tool: tool Admin/Delete_repo is not in this server's allow list`,
+		"get_secret":        `tool: tool server agg has no tool "get_secret"`,
+		"Get_issue":         `is not in this server's allow list`,
+		"admin/dеlete_repo": `cannot match cleanly`,
+		"read_file":         `is not in this server's allow list`,
+		"resource":          `resources are not open to the code`,
+		"get_issue":         `done: get_issue`,
+	} {
+		if got, _ := out[name].(string); !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	if len(r.Violations) < 8 {
+		t.Errorf("violations: %+v", r.Violations)
+	}
+	for _, v := range r.Violations {
+		if v.Kind != "tool" {
+			t.Errorf("violation %+v, want kind tool", v)
+		}
+	}
+	served, _ := os.ReadFile(log)
+	if string(served) != "call get_issue\n" {
+		t.Errorf("the server served:\n%s", served)
+	}
+}
