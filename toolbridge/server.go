@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cruciblehq/crucible/secrets"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path"
 	"slices"
@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cruciblehq/crucible/secrets"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,12 +54,14 @@ func backoff(n int, first time.Duration) time.Duration {
 
 // server is one downstream server and its current session, if any.
 type server struct {
-	name   string
-	cfg    Server
-	rules  *rules // cfg.Policy, compiled
-	log    *slog.Logger
-	redact *redaction
-	client *mcp.Client
+	name  string
+	cfg   Server
+	rules *rules // cfg.Policy, compiled
+	// maxMessage bounds each message of a stdio server (messageBound).
+	maxMessage int
+	log        *slog.Logger
+	redact     *redaction
+	client     *mcp.Client
 	// life ends when the bridge closes: it stops a start in progress.
 	life context.Context
 	end  context.CancelFunc
@@ -73,8 +77,8 @@ type server struct {
 	closed   bool
 }
 
-func newServer(name string, cfg Server, r *rules, home string, log *slog.Logger) *server {
-	s := &server{name: name, cfg: cfg, rules: r, log: log, backoff: firstBackoff}
+func newServer(name string, cfg Server, r *rules, maxMessage int, home string, log *slog.Logger) *server {
+	s := &server{name: name, cfg: cfg, rules: r, maxMessage: maxMessage, log: log, backoff: firstBackoff}
 	s.life, s.end = context.WithCancel(context.Background())
 	s.redact = redactor(cfg, home)
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"},
@@ -266,10 +270,14 @@ func (s *server) start(done chan struct{}) {
 	var stderr *tail
 	var t mcp.Transport
 	var proc *process
-	if s.cfg.Start != nil {
+	if s.cfg.Start != nil || s.cfg.Command != "" {
+		start := s.cfg.Start
+		if start == nil {
+			start = s.startCommand
+		}
 		stderr = &tail{}
 		var err error
-		if proc, err = startProcess(s.life, s.cfg.Start, stderr); err != nil {
+		if proc, err = startProcess(s.life, start, stderr); err != nil {
 			s.mu.Lock()
 			s.fail(err)
 			close(done)
@@ -277,19 +285,10 @@ func (s *server) start(done chan struct{}) {
 			s.mu.Unlock()
 			return
 		}
-		t = &mcp.IOTransport{Reader: proc.Stdout, Writer: proc}
-	} else if s.cfg.Command != "" {
-		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-		// The server's environment is its own settings and nothing else:
-		// a nil Env would hand it Crucible's.
-		cmd.Env = make([]string, 0, len(s.cfg.Env))
-		for k, v := range s.cfg.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		cmd.Dir = s.cfg.Dir
-		stderr = &tail{}
-		cmd.Stderr = stderr
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: stopGrace}
+		// Each message is bounded as it is read, near the result's own
+		// bound, rather than decoded whole (up to the SDK's 16 MiB) and
+		// refused after.
+		t = &mcp.IOTransport{Reader: proc.Stdout, Writer: proc, MaxLineLength: s.maxMessage}
 	} else {
 		t = &mcp.StreamableClientTransport{
 			Endpoint:             s.cfg.URL,
@@ -532,7 +531,12 @@ func (s *server) failed(sess *mcp.ClientSession, tool string, err error) error {
 		return fmt.Errorf("%s: %s", what, s.redact.Replace(rpc.Message))
 	}
 	// Anything else is the connection's: a server that exited, a broken
-	// pipe, an HTTP failure. Start afresh for the next call.
+	// pipe, an HTTP failure, a message past its bound (the stream is cut
+	// mid-message). Start afresh for the next call.
+	if strings.Contains(err.Error(), "exceeded the configured maximum line length") {
+		s.drop(sess, errors.New("it sent a message larger than its bound"))
+		return refusef(KindLimit, s.name, tool, "%s answered with more than %d bytes, cut short as it was read: ask the tool for less (a filter, a page, a smaller range)", what, s.maxMessage)
+	}
 	cause := s.redact.Replace(err.Error())
 	s.drop(sess, errors.New("it stopped during a call: "+cause))
 	return fmt.Errorf("tool server %s failed during the call of %s (%s); it is restarted for the next call", s.name, what, cause)
@@ -598,6 +602,48 @@ func (s *server) redactJSON(b []byte) ([]byte, error) {
 // maxHTTPBody bounds a JSON response of an HTTP server, which the SDK
 // reads whole (it bounds each event of a stream itself, at 16 MiB).
 const maxHTTPBody = 32 << 20
+
+// messageBound is the most bytes a stdio server's message may hold for a
+// result of at most resultBytes of JSON: the value may come twice (as
+// structured content and as its text), inside an envelope; and a list of
+// tools, with their schemas, needs room too.
+func messageBound(resultBytes int64) int {
+	return int(min(2*resultBytes+1<<20, 1<<30))
+}
+
+// startCommand starts a stdio server's command: its environment is its
+// own settings and nothing else (a nil Env would hand it Crucible's). Its
+// pipes are plain pipes, not exec's, which Wait would close under a
+// reader.
+func (s *server) startCommand(ctx context.Context, stderr io.Writer) (*Process, error) {
+	cmd := exec.CommandContext(ctx, s.cfg.Command, s.cfg.Args...)
+	cmd.Env = make([]string, 0, len(s.cfg.Env))
+	for k, v := range s.cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = s.cfg.Dir
+	cmd.Stderr = stderr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	return &Process{Stdin: inW, Stdout: outR, Wait: cmd.Wait}, nil
+}
 
 // headers adds a server's configured headers to its requests: only to
 // those for the configured URL's origin, so that a redirect elsewhere does

@@ -157,7 +157,7 @@ func New(o Options) (*Bridge, error) {
 			return nil, fmt.Errorf("tool server %s: %w", name, err)
 		}
 		s.Policy.Timeout = cmp.Or(s.Policy.Timeout, DefaultTimeout)
-		b.servers[name] = newServer(name, s, r, home, b.log.With("server", name))
+		b.servers[name] = newServer(name, s, r, messageBound(b.limits.ResultBytes), home, b.log.With("server", name))
 	}
 	return b, nil
 }

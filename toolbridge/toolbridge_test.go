@@ -220,8 +220,8 @@ func TestLimits(t *testing.T) {
 	_, err := call(t, s, "go", "echo", `{"text":"`+strings.Repeat("a", 2000)+`"}`)
 	wantRefusal(t, err, KindLimit, "more than the 1024 allowed")
 	mustCall(t, s, "go", "big", `{"n": 1000}`)
-	_, err = call(t, s, "go", "big", `{"n": 10000000}`) // 10 MB
-	wantRefusal(t, err, KindLimit, "more than the 1048576 allowed")
+	_, err = call(t, s, "go", "big", `{"n": 10000000}`) // 10 MB: cut short as it is read
+	wantRefusal(t, err, KindLimit, "cut short as it was read")
 	mustCall(t, s, "go", "echo", `{"text":"third"}`)
 	_, err = call(t, s, "go", "echo", `{"text":"fourth"}`)
 	wantRefusal(t, err, KindLimit, "its 3 tool calls")
@@ -423,6 +423,22 @@ func TestHTTPBodyCap(t *testing.T) {
 		t.Fatalf("a 40 MB answer: %v; want it cut short", err)
 	}
 	mustCall(t, s, "web", "echo", `{"text":"again"}`)
+}
+
+// A stdio server's message is bounded as it is read, near the result's
+// bound (here 1 MiB of JSON: 3 MiB a message), not decoded whole up to the
+// SDK's 16 MiB and refused after: the 4 MB answer is a limit, cut short,
+// and the next call works again (the server is started anew).
+func TestStdioMessageCap(t *testing.T) {
+	b := newBridge(t, Options{Servers: map[string]Server{"go": goServer(t)}})
+	s := b.NewSession()
+	mustCall(t, s, "go", "pid", `{}`)
+	_, err := call(t, s, "go", "big", `{"n": 4000000}`)
+	wantRefusal(t, err, KindLimit, "go.big answered with more than 3145728 bytes, cut short as it was read")
+	mustCall(t, s, "go", "echo", `{"text":"again"}`)
+	// Under the message's bound, the result's own is still checked.
+	_, err = call(t, s, "go", "big", `{"n": 1500000}`)
+	wantRefusal(t, err, KindLimit, "more than the 1048576 allowed")
 }
 
 // A server that redirects elsewhere does not get its headers sent there.
