@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cruciblehq/crucible/secrets"
@@ -623,6 +624,10 @@ func (s *server) startCommand(ctx context.Context, stderr io.Writer) (*Process, 
 	}
 	cmd.Dir = s.cfg.Dir
 	cmd.Stderr = stderr
+	// Once its stdin is closed and stopGrace has passed (process.Close),
+	// SIGTERM, and SIGKILL stopGrace later.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = stopGrace
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
