@@ -29,7 +29,36 @@ import (
 const readServer = `const fs = require("fs");
 // GROW: use more memory than any limit a test sets, before serving.
 if (process.env.GROW) globalThis.grown = Buffer.alloc(256 << 20, 1);
-let buf = "";
+function handle(m, answer) {
+  if (m.method === "initialize") {
+    return {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}}, serverInfo: {name: "read", version: "1"}};
+  } else if (m.method === "tools/list") {
+    return {tools: [{name: "read", inputSchema: {type: "object", properties: {path: {type: "string"}}}},
+      {name: "whereami", inputSchema: {type: "object"}}, {name: "fetch", inputSchema: {type: "object", properties: {url: {type: "string"}}}}]};
+  } else if (m.method === "tools/call" && m.params.name === "whereami") {
+    return {content: [{type: "text", text: __filename}]};
+  } else if (m.method === "tools/call" && m.params.name === "fetch") {
+    const text = (t) => answer({content: [{type: "text", text: t}]});
+    require("http").get(m.params.arguments.url, (res) => {
+      let body = "";
+      res.on("data", (d) => body += d);
+      res.on("end", () => text(body));
+    }).on("error", (e) => text("cannot fetch: " + e.code));
+    return undefined;
+  } else if (m.method === "tools/call") {
+    let text;
+    try { text = fs.readFileSync(m.params.arguments.path, "utf8"); } catch (e) { text = "cannot read: " + e.code; }
+    return {content: [{type: "text", text}]};
+  }
+  return null;
+}
+` + jsonRPCLoop
+
+// jsonRPCLoop is the stdio loop of the tests' hand-written MCP servers: it
+// calls handle(m, answer) for each request m, whose return is the result,
+// null for a method it does not have, or undefined when it answers later
+// through answer(result).
+const jsonRPCLoop = `let buf = "";
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
 process.stdin.on("data", (d) => {
   buf += d;
@@ -39,31 +68,12 @@ process.stdin.on("data", (d) => {
     if (!line.trim()) continue;
     const m = JSON.parse(line);
     if (m.id === undefined) continue;
-    let result;
-    if (m.method === "initialize") {
-      result = {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}}, serverInfo: {name: "read", version: "1"}};
-    } else if (m.method === "tools/list") {
-      result = {tools: [{name: "read", inputSchema: {type: "object", properties: {path: {type: "string"}}}},
-        {name: "whereami", inputSchema: {type: "object"}}, {name: "fetch", inputSchema: {type: "object", properties: {url: {type: "string"}}}}]};
-    } else if (m.method === "tools/call" && m.params.name === "whereami") {
-      result = {content: [{type: "text", text: __filename}]};
-    } else if (m.method === "tools/call" && m.params.name === "fetch") {
-      const answer = (text) => send({jsonrpc: "2.0", id: m.id, result: {content: [{type: "text", text}]}});
-      require("http").get(m.params.arguments.url, (res) => {
-        let body = "";
-        res.on("data", (d) => body += d);
-        res.on("end", () => answer(body));
-      }).on("error", (e) => answer("cannot fetch: " + e.code));
-      continue;
-    } else if (m.method === "tools/call") {
-      let text;
-      try { text = fs.readFileSync(m.params.arguments.path, "utf8"); } catch (e) { text = "cannot read: " + e.code; }
-      result = {content: [{type: "text", text}]};
-    } else {
+    const result = handle(m, (r) => send({jsonrpc: "2.0", id: m.id, result: r}));
+    if (result === null) {
       send({jsonrpc: "2.0", id: m.id, error: {code: -32601, message: "no such method"}});
-      continue;
+    } else if (result !== undefined) {
+      send({jsonrpc: "2.0", id: m.id, result});
     }
-    send({jsonrpc: "2.0", id: m.id, result});
   }
 });
 `

@@ -20,35 +20,21 @@ const aggregator = `
 const fs = require("fs");
 const log = process.argv[2];
 const tools = ["admin/delete_repo", "delete_/x", "read_file", "get_issue"];
-let buf = "";
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-process.stdin.on("data", (d) => {
-  buf += d;
-  let i;
-  while ((i = buf.indexOf("\n")) >= 0) {
-    const line = buf.slice(0, i); buf = buf.slice(i + 1);
-    if (!line.trim()) continue;
-    const m = JSON.parse(line);
-    if (m.id === undefined) continue;
-    let result;
-    if (m.method === "initialize") {
-      result = {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}, resources: {}}, serverInfo: {name: "agg", version: "1"}};
-    } else if (m.method === "tools/list") {
-      result = {tools: tools.map((name) => ({name, inputSchema: {type: "object"}}))};
-    } else if (m.method === "tools/call") {
-      fs.appendFileSync(log, "call " + m.params.name + "\n");
-      result = {content: [{type: "text", text: "done: " + m.params.name}]};
-    } else if (m.method === "resources/read") {
-      fs.appendFileSync(log, "read " + m.params.uri + "\n");
-      result = {contents: [{uri: m.params.uri, mimeType: "text/plain", text: "secret contents"}]};
-    } else {
-      send({jsonrpc: "2.0", id: m.id, error: {code: -32601, message: "no such method"}});
-      continue;
-    }
-    send({jsonrpc: "2.0", id: m.id, result});
+function handle(m) {
+  if (m.method === "initialize") {
+    return {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}, resources: {}}, serverInfo: {name: "agg", version: "1"}};
+  } else if (m.method === "tools/list") {
+    return {tools: tools.map((name) => ({name, inputSchema: {type: "object"}}))};
+  } else if (m.method === "tools/call") {
+    fs.appendFileSync(log, "call " + m.params.name + "\n");
+    return {content: [{type: "text", text: "done: " + m.params.name}]};
+  } else if (m.method === "resources/read") {
+    fs.appendFileSync(log, "read " + m.params.uri + "\n");
+    return {contents: [{uri: m.params.uri, mimeType: "text/plain", text: "secret contents"}]};
   }
-});
-`
+  return null;
+}
+` + jsonRPCLoop
 
 // A program attacks the tool policy from inside the jail: a '*' that once
 // stopped at '/', a denied name in another case or with a look-alike
