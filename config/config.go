@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cruciblehq/crucible/callrule"
 	"github.com/cruciblehq/crucible/glob"
 )
 
@@ -194,6 +195,10 @@ type Server struct {
 
 	// Tools says which of the server's tools the code may call.
 	Tools ToolFilter `yaml:"tools,omitempty"`
+	// Rules decide calls by what they do: in order, the first whose tools
+	// match a call allows it only if its allow_if, a CEL condition over
+	// the call's arguments, holds (package callrule).
+	Rules []CallRule `yaml:"rules,omitempty"`
 	// Resources says which of the server's resources (by URI) the code
 	// may read with tools.resource. Neither allow nor deny: every one,
 	// unless tools.allow lists tools; then none (resources.allow: ["*"]
@@ -246,6 +251,24 @@ func (s *Server) JailNetwork() Network {
 	n.MaxBytesIn = cmp.Or(n.MaxBytesIn, d.MaxBytesIn)
 	n.IdleTimeout = cmp.Or(n.IdleTimeout, d.IdleTimeout)
 	return n
+}
+
+// CallRule is one of a server's rules on calls: Tools are globs of tool
+// names, AllowIf the CEL condition that a matching call must meet (see the
+// README for its variables), and Reason what a refused call is told.
+type CallRule struct {
+	Tools   []string `yaml:"tools,omitempty"`
+	AllowIf string   `yaml:"allow_if,omitempty"`
+	Reason  string   `yaml:"reason,omitempty"`
+}
+
+// CallRules is s's rules as package callrule takes them.
+func (s *Server) CallRules() []callrule.Rule {
+	var out []callrule.Rule
+	for _, r := range s.Rules {
+		out = append(out, callrule.Rule{Tools: r.Tools, AllowIf: r.AllowIf, Reason: r.Reason})
+	}
+	return out
 }
 
 // ToolFilter selects a server's tools by name, or its resources by URI,
@@ -359,6 +382,17 @@ func validateServer(name string, s *Server) error {
 				return fieldErrorf(fmt.Sprintf("%s[%d]", key(l.k), i), "%s is not a %s pattern: %v (use e.g. %s)", quote(g), l.what, err, l.eg)
 			}
 		}
+	}
+	if _, err := callrule.Compile(s.CallRules()); err != nil {
+		var ce *callrule.Error
+		if errors.As(err, &ce) {
+			msg := ce.Msg
+			if ce.Column > 0 {
+				msg = fmt.Sprintf("at character %d of the condition: %s", ce.Column, msg)
+			}
+			return fieldErrorf(fmt.Sprintf("%s[%d].%s", key("rules"), ce.Rule, ce.Field), "%s", msg)
+		}
+		return fieldErrorf(key("rules"), "%v", err)
 	}
 	if s.Timeout < 0 || time.Duration(s.Timeout) > maxTimeout {
 		return fieldErrorf(key("timeout"), "must be at most 24h (0 means 30s), not %v", s.Timeout)

@@ -121,3 +121,69 @@ crucible.result = out
 		t.Errorf("the server served:\n%s", served)
 	}
 }
+
+// A program tries to slip calls past a rule on their arguments: another
+// owner, the allowed one spelled inside a string, a list of it, none at
+// all. Each is refused with a violation naming the rule; the server serves
+// only the allowed call.
+func TestAttackCallRules(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	node := testenv.NeedTool(t, "node")
+	testenv.NeedTool(t, "python3")
+	dir := testenv.PublicDir(t)
+	script, log := filepath.Join(dir, "agg.js"), filepath.Join(t.TempDir(), "served.log")
+	if err := os.WriteFile(script, []byte(aggregator), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`servers:
+  agg:
+    command: `+node+`
+    args: [`+script+`, `+log+`]
+    rules:
+      - tools: ["get_*"]
+        allow_if: 'args.owner == "acme"'
+        reason: issues only in the acme org
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := NewTools(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tools.Close)
+	src := `import crucible, json
+out = []
+for args in [{"owner": "acme"}, {"owner": "evil"}, {"owner": json.dumps({"owner": "acme"})}, {"owner": ["acme"]}, {}, {"owner": "acme "}]:
+    try:
+        out.append(crucible.tools.call("agg", "get_issue", args))
+    except crucible.ToolError as e:
+        out.append(e.kind + ": " + str(e))
+crucible.result = out
+`
+	prog, err := Program(cfg, "py", []byte(src), "main.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), cfg, prog, Options{Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	if err := json.Unmarshal(r.Result, &out); err != nil || len(out) != 6 {
+		t.Fatalf("%v: %s\n%+v", err, r.Result, r)
+	}
+	refused := "tool: tool get_issue is refused by rule 0 of this server: issues only in the acme org"
+	for i, want := range []string{"done: get_issue", refused, refused, refused, "could not be evaluated", refused} {
+		if !strings.Contains(out[i], want) {
+			t.Errorf("call %d: %q, want %q", i, out[i], want)
+		}
+	}
+	if len(r.Violations) != 2 {
+		t.Errorf("violations (one per reason): %+v", r.Violations)
+	}
+	served, _ := os.ReadFile(log)
+	if string(served) != "call get_issue\n" {
+		t.Errorf("the server served:\n%s", served)
+	}
+}

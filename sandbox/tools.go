@@ -34,7 +34,7 @@ func toolOptions(cfg *config.Config, w *audit.Writer) toolbridge.Options {
 			Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd,
 			URL: s.URL, Headers: s.Headers,
 			Policy: toolbridge.Policy{
-				Allow: s.Tools.Allow, Deny: s.Tools.Deny, Resources: resourceFilter(s.Resources),
+				Allow: s.Tools.Allow, Deny: s.Tools.Deny, Resources: resourceFilter(s.Resources), Rules: s.CallRules(),
 				Group:   s.Group,
 				Timeout: time.Duration(s.Timeout), // 0: the bridge's default
 			},

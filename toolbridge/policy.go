@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cruciblehq/crucible/callrule"
 	"github.com/cruciblehq/crucible/glob"
 
 	"github.com/cruciblehq/crucible/violation"
@@ -46,11 +47,15 @@ type rules struct {
 	allow, deny       glob.Set // tools
 	resAllow, resDeny glob.Set // resource URIs
 	noResources       bool     // no resource may be read
+	calls             []*callrule.Compiled
 }
 
 func compileRules(p Policy) (*rules, error) {
 	var r rules
 	var err error
+	if r.calls, err = callrule.Compile(p.Rules); err != nil {
+		return nil, err
+	}
 	for _, c := range []struct {
 		set  *glob.Set
 		list []string

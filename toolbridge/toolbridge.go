@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cruciblehq/crucible/callrule"
 )
 
 // Defaults of the zero values in [Policy] and [Limits].
@@ -93,6 +95,10 @@ type Policy struct {
 	// Allow and Deny are of tools. nil: every URI, unless Allow lists
 	// tools; then none.
 	Resources *Filter
+	// Rules decide calls by their arguments (package callrule): the
+	// first whose tools match a call allows it only if its condition
+	// holds.
+	Rules []callrule.Rule
 	// Group names the server's data-flow group: once an execution has
 	// called a server of one group, a server of another group is refused
 	// for the rest of it. "" is no group.
@@ -231,10 +237,13 @@ func (s *Session) Tools(ctx context.Context) ([]Tool, error) { return s.b.Tools(
 
 // admit checks a call of tool ("" for a resource) on the named server
 // against the policy and the limits, and counts it.
-func (s *Session) admit(ctx context.Context, name, tool string, argBytes int) (*server, error) {
+func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (*server, error) {
 	srv, ok := s.b.servers[name]
 	if !ok {
 		return nil, refusef(KindTool, name, tool, "there is no tool server %q (servers: %s)", name, strings.Join(s.b.Servers(), ", "))
+	}
+	if int64(len(args)) > s.b.limits.ArgBytes {
+		return nil, refusef(KindLimit, name, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", len(args), s.b.limits.ArgBytes)
 	}
 	if tool != "" {
 		if why := srv.rules.refuses(tool); why != "" {
@@ -249,11 +258,16 @@ func (s *Session) admit(ctx context.Context, name, tool string, argBytes int) (*
 		} else if !ok {
 			return nil, refusef(KindTool, name, tool, "tool server %s has no tool %q that the code may call; tools.list() shows them, by the names to use", name, tool)
 		}
+		if len(srv.rules.calls) > 0 {
+			s.mu.Lock()
+			calls := s.calls
+			s.mu.Unlock()
+			if why := callrule.Refuses(srv.rules.calls, callrule.Call{Server: name, Tool: tool, Args: args, Calls: calls, Now: time.Now()}); why != "" {
+				return nil, refusef(KindTool, name, tool, "%s", why)
+			}
+		}
 	}
 	lim := s.b.limits
-	if int64(argBytes) > lim.ArgBytes {
-		return nil, refusef(KindLimit, name, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", argBytes, lim.ArgBytes)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := srv.cfg.Policy.Group
@@ -284,7 +298,7 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 	if err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", server, tool, err)
 	}
-	srv, err := s.admit(ctx, server, tool, len(args))
+	srv, err := s.admit(ctx, server, tool, args)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +319,7 @@ func (s *Session) Resource(ctx context.Context, server, uri string) ([]byte, err
 			return nil, refusef(KindTool, server, "", "%s", why)
 		}
 	}
-	srv, err := s.admit(ctx, server, "", len(uri))
+	srv, err := s.admit(ctx, server, "", []byte(uri))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,198 @@
+// Package callrule is the policy on what a tool call does, not only which
+// tool it calls: a server's rules, in order, each naming tools by glob and
+// allowing a call only if a CEL condition over its arguments holds
+// (cel.dev/cel-go). The first rule whose tools match the call decides; a
+// call no rule matches goes on to the server's tool lists.
+//
+// Conditions are type-checked, and their cost estimated, when the
+// configuration loads; at a call, an evaluation that errs (a field that is
+// missing, a number sent as a string) or runs past the cost limit refuses
+// the call: fail closed, naming the rule.
+package callrule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
+	"github.com/cruciblehq/crucible/glob"
+)
+
+// Rule is one rule as the configuration writes it.
+type Rule struct {
+	Tools   []string // globs of tool names (package glob)
+	AllowIf string   // a CEL condition; the call is refused when it is false
+	Reason  string   // said to the code when the rule refuses a call
+}
+
+// CostLimit bounds what one condition may cost, estimated when it loads and
+// counted when it runs (in CEL's cost units: about one per operation, and
+// one per byte a string function reads).
+const CostLimit = 1_000_000
+
+// maxArgBytes is the size the estimate takes for any argument: no larger
+// than the bridge's bound on a call's arguments can be (1 MiB by default).
+const maxArgBytes = 1 << 20
+
+// The variables a condition sees. args is the call's arguments as JSON
+// values; tool its server and name; execution.calls the tool calls the
+// execution has made before this one; now the time of the call.
+//
+// Made on first use: a crucible process whose config has no rules never
+// pays for it.
+var env = sync.OnceValue(func() *cel.Env {
+	e, err := cel.NewEnv(
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("tool", cel.MapType(cel.StringType, cel.StringType)),
+		cel.Variable("execution", cel.MapType(cel.StringType, cel.IntType)),
+		cel.Variable("now", cel.TimestampType),
+	)
+	if err != nil {
+		panic(err) // the declarations above are fixed
+	}
+	return e
+})
+
+// Compiled is a rule ready to decide calls.
+type Compiled struct {
+	index  int
+	tools  glob.Set
+	expr   string
+	reason string
+	prg    cel.Program
+}
+
+// Error is a rule that does not load: its index, and, for its condition,
+// the column (1-based, 0 when unknown) and what CEL says.
+type Error struct {
+	Rule   int
+	Field  string // "tools" or "allow_if"
+	Column int
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	if e.Column > 0 {
+		return fmt.Sprintf("rules[%d].%s, column %d: %s", e.Rule, e.Field, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("rules[%d].%s: %s", e.Rule, e.Field, e.Msg)
+}
+
+// Compile loads rules; the error, an *Error, names the first that does not.
+func Compile(rules []Rule) ([]*Compiled, error) {
+	var out []*Compiled
+	for i, r := range rules {
+		if len(r.Tools) == 0 {
+			return nil, &Error{Rule: i, Field: "tools", Msg: "names no tool (give globs of tool names)"}
+		}
+		tools, err := glob.CompileAll(r.Tools)
+		if err != nil {
+			return nil, &Error{Rule: i, Field: "tools", Msg: err.Error()}
+		}
+		if r.AllowIf == "" {
+			return nil, &Error{Rule: i, Field: "allow_if", Msg: "is empty (give a condition, e.g. args.owner == \"acme\")"}
+		}
+		checked, iss := env().Compile(r.AllowIf)
+		if iss != nil && iss.Err() != nil {
+			e := &Error{Rule: i, Field: "allow_if", Msg: iss.Err().Error()}
+			if errs := iss.Errors(); len(errs) > 0 {
+				e.Msg = errs[0].Message
+				if loc := errs[0].Location; loc != nil && loc.Column() >= 0 {
+					e.Column = loc.Column() + 1
+				}
+			}
+			return nil, e
+		}
+		if !checked.OutputType().IsExactType(cel.BoolType) {
+			return nil, &Error{Rule: i, Field: "allow_if", Msg: "is a " + checked.OutputType().String() + ", not a condition (true or false)"}
+		}
+		est, err := env().EstimateCost(checked, argSizes{})
+		if err != nil {
+			return nil, &Error{Rule: i, Field: "allow_if", Msg: "its cost cannot be estimated: " + err.Error()}
+		}
+		if est.Max > CostLimit {
+			return nil, &Error{Rule: i, Field: "allow_if", Msg: fmt.Sprintf("may cost up to %d, more than the %d a condition may (loops over arguments up to 1 MiB add up)", est.Max, CostLimit)}
+		}
+		prg, err := env().Program(checked, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
+		if err != nil {
+			return nil, &Error{Rule: i, Field: "allow_if", Msg: err.Error()}
+		}
+		out = append(out, &Compiled{index: i, tools: tools, expr: r.AllowIf, reason: r.Reason, prg: prg})
+	}
+	return out, nil
+}
+
+// argSizes sizes every string, list and map in the arguments at most
+// maxArgBytes, which is what the estimate may assume of them.
+type argSizes struct{}
+
+func (argSizes) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	if n.ComputedSize() != nil {
+		return nil // a constant, or made of them: CEL knows its size
+	}
+	s := cost.RangedSizeEstimate(0, maxArgBytes)
+	return &s
+}
+
+func (argSizes) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
+	return nil
+}
+
+// Call is what a condition is evaluated over.
+type Call struct {
+	Server, Tool string
+	Args         []byte // a JSON object
+	Calls        int    // the execution's calls before this one
+	Now          time.Time
+}
+
+// Refuses returns why the rules refuse c, or "" when they allow it (or no
+// rule names its tool).
+func Refuses(rules []*Compiled, c Call) string {
+	for _, r := range rules {
+		if r.tools.Match(c.Tool) == nil {
+			continue
+		}
+		ok, err := r.allows(c)
+		if err != nil {
+			return fmt.Sprintf("tool %s is refused: the condition of rule %d of this server (%s) could not be evaluated for these arguments: %v", c.Tool, r.index, r.expr, err)
+		}
+		if ok {
+			return ""
+		}
+		why := r.reason
+		if why == "" {
+			why = "its condition " + r.expr + " is false for these arguments"
+		}
+		return fmt.Sprintf("tool %s is refused by rule %d of this server: %s", c.Tool, r.index, why)
+	}
+	return ""
+}
+
+func (r *Compiled) allows(c Call) (bool, error) {
+	var args map[string]any
+	if err := json.Unmarshal(c.Args, &args); err != nil {
+		return false, errors.New("the arguments are not a JSON object")
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	out, _, err := r.prg.Eval(map[string]any{
+		"args":      args,
+		"tool":      map[string]string{"server": c.Server, "name": c.Tool},
+		"execution": map[string]int64{"calls": int64(c.Calls)},
+		"now":       c.Now,
+	})
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("the condition gave %v, not true or false", out.Value())
+	}
+	return b, nil
+}
