@@ -43,31 +43,6 @@ function handle(m) {
 // allow list. Each is refused with a violation, and the server never
 // sees it; the allowed call goes through.
 func TestAttackToolPolicy(t *testing.T) {
-	testenv.NeedRoot(t, "builds real jails")
-	node := testenv.NeedTool(t, "node")
-	testenv.NeedTool(t, "python3")
-	dir := testenv.PublicDir(t)
-	script, log := filepath.Join(dir, "agg.js"), filepath.Join(t.TempDir(), "served.log")
-	if err := os.WriteFile(script, []byte(aggregator), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(`servers:
-  agg:
-    command: `+node+`
-    args: [`+script+`, `+log+`]
-    tools: {allow: ["get_*", "*delete*"], deny: ["*delete*"]}
-`), "c.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	tools, err := NewTools(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tools.Close)
 	src := `import crucible
 out = {}
 for name in ["admin/delete_repo", "delete_/x", "Admin/Delete_repo", "admin/dеlete_repo", "read_file", "get_secret", "Get_issue", "get_issue"]:
@@ -81,14 +56,8 @@ except crucible.ToolError as e:
     out["resource"] = e.kind + ": " + str(e)
 crucible.result = out
 `
-	prog, err := Program(cfg, "py", []byte(src), "main.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Run(context.Background(), cfg, prog, Options{Tools: tools})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, served := runAgainstAggregator(t, `    tools: {allow: ["get_*", "*delete*"], deny: ["*delete*"]}
+`, src)
 	var out map[string]any
 	if err := json.Unmarshal(r.Result, &out); err != nil {
 		t.Fatalf("%v: %s\n%+v", err, r.Result, r)
@@ -116,8 +85,7 @@ crucible.result = out
 			t.Errorf("violation %+v, want kind tool", v)
 		}
 	}
-	served, _ := os.ReadFile(log)
-	if string(served) != "call get_issue\n" {
+	if served != "call get_issue\n" {
 		t.Errorf("the server served:\n%s", served)
 	}
 }
@@ -127,31 +95,6 @@ crucible.result = out
 // all. Each is refused with a violation naming the rule; the server serves
 // only the allowed call.
 func TestAttackCallRules(t *testing.T) {
-	testenv.NeedRoot(t, "builds real jails")
-	node := testenv.NeedTool(t, "node")
-	testenv.NeedTool(t, "python3")
-	dir := testenv.PublicDir(t)
-	script, log := filepath.Join(dir, "agg.js"), filepath.Join(t.TempDir(), "served.log")
-	if err := os.WriteFile(script, []byte(aggregator), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(`servers:
-  agg:
-    command: `+node+`
-    args: [`+script+`, `+log+`]
-    rules:
-      - tools: ["get_*"]
-        allow_if: 'args.owner == "acme"'
-        reason: issues only in the acme org
-`), "c.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, err := NewTools(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tools.Close)
 	src := `import crucible, json
 out = []
 for args in [{"owner": "acme"}, {"owner": "evil"}, {"owner": json.dumps({"owner": "acme"})}, {"owner": ["acme"]}, {}, {"owner": "acme "}]:
@@ -161,14 +104,11 @@ for args in [{"owner": "acme"}, {"owner": "evil"}, {"owner": json.dumps({"owner"
         out.append(e.kind + ": " + str(e))
 crucible.result = out
 `
-	prog, err := Program(cfg, "py", []byte(src), "main.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Run(context.Background(), cfg, prog, Options{Tools: tools})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, served := runAgainstAggregator(t, `    rules:
+      - tools: ["get_*"]
+        allow_if: 'args.owner == "acme"'
+        reason: issues only in the acme org
+`, src)
 	var out []string
 	if err := json.Unmarshal(r.Result, &out); err != nil || len(out) != 6 {
 		t.Fatalf("%v: %s\n%+v", err, r.Result, r)
@@ -182,8 +122,44 @@ crucible.result = out
 	if len(r.Violations) != 2 {
 		t.Errorf("violations (one per reason): %+v", r.Violations)
 	}
-	served, _ := os.ReadFile(log)
-	if string(served) != "call get_issue\n" {
+	if served != "call get_issue\n" {
 		t.Errorf("the server served:\n%s", served)
 	}
+}
+
+// runAgainstAggregator runs the Python program src in a jail whose one tool
+// server is the aggregator, as agg with policy (YAML under the server's
+// key), and returns the result and what the server served.
+func runAgainstAggregator(t *testing.T, policy, src string) (*Result, string) {
+	t.Helper()
+	testenv.NeedRoot(t, "builds real jails")
+	node := testenv.NeedTool(t, "node")
+	testenv.NeedTool(t, "python3")
+	dir := testenv.PublicDir(t)
+	script, log := filepath.Join(dir, "agg.js"), filepath.Join(t.TempDir(), "served.log")
+	if err := os.WriteFile(script, []byte(aggregator), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("servers:\n  agg:\n    command: "+node+"\n    args: ["+script+", "+log+"]\n"+policy), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := NewTools(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tools.Close)
+	prog, err := Program(cfg, "py", []byte(src), "main.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), cfg, prog, Options{Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := os.ReadFile(log)
+	return r, string(served)
 }
