@@ -299,6 +299,14 @@ func (c *toolChannel) handle(req request, slot int) response {
 		// search's bounds is a limit the code hit).
 		var list []apis.Info
 		if req.Query != "" {
+			// A search is the host's work: it counts as a call.
+			if cerr := c.sess.Count("tools.apis"); cerr != nil {
+				var refusal *toolbridge.Refusal
+				errors.As(cerr, &refusal)
+				res.Error = &responseError{Kind: violation.Limit, Message: refusal.Reason}
+				c.violate(violation.Violation{Kind: violation.Limit, Reason: refusal.Reason})
+				return res
+			}
 			list, err = c.apis.Find(c.ctx, req.Query)
 		} else {
 			list = c.apis.List()

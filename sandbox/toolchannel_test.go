@@ -12,6 +12,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/toolbridge"
+	"github.com/cruciblehq/crucible/violation"
 )
 
 // FuzzToolChannel sends the channel whatever the code may: every line gets
@@ -75,6 +76,7 @@ func TestToolChannelAPIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
+	cfg.Tools.MaxCalls = 2 // each search counts as one
 	cfg.Secrets = map[string]config.Secret{"TRACKER_TOKEN": {From: "env:X"}}
 	cfg.APIs = map[string]config.API{"tracker": {Description: "Issues.", Hosts: []string{"tracker.example.com"}, Secrets: []string{"TRACKER_TOKEN"}, Docs: docs}}
 	tools, err := NewTools(cfg, nil, nil)
@@ -113,13 +115,23 @@ func TestToolChannelAPIs(t *testing.T) {
 	if a := ask(`{"id":2,"method":"apis","query":"create issue"}`); !strings.Contains(a, `"matches":[{"method":"POST","path":"/repos/{owner}/{repo}/issues","operation_id":"issues/create","summary":"Create an issue","parameters":["owner","repo"]}`) {
 		t.Errorf("apis with a query: %s", a)
 	}
+	// The second search is the execution's last: the third is a limit.
+	if a := ask(`{"id":6,"method":"apis","query":"issue"}`); !strings.Contains(a, `"result":[`) {
+		t.Errorf("a second search: %s", a)
+	}
+	if a := ask(`{"id":7,"method":"apis","query":"issue"}`); !strings.Contains(a, `"error":{"kind":"limit","message":"tools.apis: this execution has made its 2 tool calls and searches`) {
+		t.Errorf("a third search: %s", a)
+	}
+	if a := ask(`{"id":8,"method":"apis"}`); !strings.Contains(a, `"result":[{"name":"tracker"`) {
+		t.Errorf("the list of APIs past the limit: %s", a)
+	}
 	for _, line := range []string{`{"id":3,"method":"list"}`, `{"id":4,"method":"call","server":"x","tool":"y"}`, `{"id":5,"method":"resource","server":"x","uri":"u"}`} {
 		if a := ask(line); !strings.Contains(a, `"error":{"kind":"error","message":"no tools are configured: the configuration of this execution has no servers"}`) {
 			t.Errorf("%s: %s", line, a)
 		}
 	}
 	c.stop()
-	if len(c.calls) != 0 || len(c.refused.list) != 0 {
+	if len(c.calls) != 0 || len(c.refused.list) != 1 || c.refused.list[0].Kind != violation.Limit {
 		t.Errorf("calls %v, violations %v", c.calls, c.refused.list)
 	}
 }

@@ -284,6 +284,19 @@ func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (*s
 	return srv, nil
 }
 
+// Count counts a request of the code that is not a call but costs the
+// host work (what names it: "tools.apis"), against the same limit as
+// calls: a program cannot have the host search without end.
+func (s *Session) Count(what string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lim := s.b.limits.Calls; s.calls >= lim {
+		return refusef(KindLimit, "", "", "%s: this execution has made its %d tool calls and searches, the most allowed: make fewer", what, lim)
+	}
+	s.calls++
+	return nil
+}
+
 // Call calls tool on the named server with args (a JSON object; empty means
 // {}) and returns its value as JSON: the tool's structured content when it
 // has some; else, for each content item, its text (parsed, when it is JSON)
