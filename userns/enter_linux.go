@@ -97,8 +97,9 @@ func own() error {
 	}
 	if b, err := os.ReadFile("/proc/self/setgroups"); err == nil && strings.TrimSpace(string(b)) == "allow" {
 		// The user's groups (docker's, say) stay the user's: gone here
-		// and in every jail below.
-		if err := unix.Setgroups(nil); err != nil {
+		// and in every jail below. syscall's, which every thread of the
+		// process applies (a thread that kept them could fork a child).
+		if err := syscall.Setgroups([]int{}); err != nil {
 			return fmt.Errorf("dropping the supplementary groups: %w", err)
 		}
 	}
