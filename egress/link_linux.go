@@ -142,8 +142,12 @@ func (p *parkedThread) run(ready chan<- error) {
 		return
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		// A failed unshare changes nothing: the thread is still ours, and
+		// goes back to the runtime. Left locked, it would end, and kill
+		// any jail whose init it forked before (Pdeathsig).
+		runtime.UnlockOSThread()
 		ready <- fmt.Errorf("making a network namespace to park in: %w", err)
-		return // still locked: the thread ends, and never forked a jail
+		return
 	}
 	home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
