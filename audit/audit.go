@@ -265,6 +265,25 @@ type ToolCall struct {
 // Kind implements Event.
 func (ToolCall) Kind() string { return "tool_call" }
 
+// Approval records a human's answer to a call that a rule says must be
+// approved: who was asked for whom, which call (its arguments by hash),
+// and the answer: accept, decline, cancel, timeout, or unasked (no one to
+// ask, Why says why).
+type Approval struct {
+	Exec     string `json:"exec"`
+	Client   string `json:"client,omitempty"`
+	Server   string `json:"server"`
+	Tool     string `json:"tool"`
+	ArgsHash string `json:"args_sha256"`
+	Rule     int    `json:"rule"`
+	Answer   string `json:"answer"`
+	Why      string `json:"why,omitempty"`
+	WaitMS   int64  `json:"wait_ms"`
+}
+
+// Kind implements Event.
+func (Approval) Kind() string { return "approval" }
+
 // Skill records a change to the server's skills by a client: a save or a
 // delete, by name, with the hash of what was saved.
 type Skill struct {

@@ -1,8 +1,9 @@
 // Package callrule is the policy on what a tool call does, not only which
 // tool it calls: a server's rules, in order, each naming tools by glob and
 // allowing a call only if a CEL condition over its arguments holds
-// (cel.dev/cel-go). The first rule whose tools match the call decides; a
-// call no rule matches goes on to the server's tool lists.
+// (cel.dev/cel-go), and, if the rule says so, only once a human approves
+// it. The first rule whose tools match the call decides; a call no rule
+// matches goes on to the server's tool lists.
 //
 // Conditions are type-checked, and their cost estimated, when the
 // configuration loads; at a call, an evaluation that errs (a field that is
@@ -26,7 +27,10 @@ import (
 type Rule struct {
 	Tools   []string // globs of tool names (package glob)
 	AllowIf string   // a CEL condition; the call is refused when it is false
-	Reason  string   // said to the code when the rule refuses a call
+	// Approve: a call the condition allows (or every call, without one)
+	// goes out only once a human approves it.
+	Approve bool
+	Reason  string // said to the code when the rule refuses a call
 }
 
 // CostLimit bounds what one condition may cost, estimated when it loads and
@@ -39,8 +43,11 @@ const CostLimit = 1_000_000
 const maxArgBytes = 1 << 20
 
 // The variables a condition sees. args is the call's arguments as JSON
-// values; tool its server and name; execution.calls the tool calls the
-// execution has made before this one; now the time of the call.
+// values; tool its server and name; client the name and profile of the
+// client whose execution calls ("" where there is none: crucible run);
+// execution.calls the tool calls the execution has made before this one,
+// execution.language its language ("" for a command); now the time of the
+// call.
 //
 // Made on first use: a crucible process whose config has no rules never
 // pays for it.
@@ -48,7 +55,8 @@ var env = sync.OnceValue(func() *cel.Env {
 	e, err := cel.NewEnv(
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("tool", cel.MapType(cel.StringType, cel.StringType)),
-		cel.Variable("execution", cel.MapType(cel.StringType, cel.IntType)),
+		cel.Variable("client", cel.MapType(cel.StringType, cel.StringType)),
+		cel.Variable("execution", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("now", cel.TimestampType),
 	)
 	if err != nil {
@@ -59,11 +67,12 @@ var env = sync.OnceValue(func() *cel.Env {
 
 // Compiled is a rule ready to decide calls.
 type Compiled struct {
-	index  int
-	tools  glob.Set
-	expr   string
-	reason string
-	prg    cel.Program
+	index   int
+	tools   glob.Set
+	expr    string
+	reason  string
+	approve bool
+	prg     cel.Program // nil: no condition
 }
 
 // Error is a rule that does not load: its index, and, for its condition,
@@ -93,8 +102,13 @@ func Compile(rules []Rule) ([]*Compiled, error) {
 		if err != nil {
 			return nil, &Error{Rule: i, Field: "tools", Msg: err.Error()}
 		}
+		c := &Compiled{index: i, tools: tools, expr: r.AllowIf, reason: r.Reason, approve: r.Approve}
 		if r.AllowIf == "" {
-			return nil, &Error{Rule: i, Field: "allow_if", Msg: "is empty (give a condition, e.g. args.owner == \"acme\")"}
+			if r.Approve {
+				out = append(out, c) // a human decides every call it names
+				continue
+			}
+			return nil, &Error{Rule: i, Field: "allow_if", Msg: "is empty (give a condition, e.g. args.owner == \"acme\", or approve: true)"}
 		}
 		checked, iss := env().Compile(r.AllowIf)
 		if iss != nil && iss.Err() != nil {
@@ -117,11 +131,10 @@ func Compile(rules []Rule) ([]*Compiled, error) {
 		if est.Max > CostLimit {
 			return nil, &Error{Rule: i, Field: "allow_if", Msg: fmt.Sprintf("may cost up to %d, more than the %d a condition may (loops over arguments up to 1 MiB add up)", est.Max, CostLimit)}
 		}
-		prg, err := env().Program(checked, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
-		if err != nil {
+		if c.prg, err = env().Program(checked, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100)); err != nil {
 			return nil, &Error{Rule: i, Field: "allow_if", Msg: err.Error()}
 		}
-		out = append(out, &Compiled{index: i, tools: tools, expr: r.AllowIf, reason: r.Reason, prg: prg})
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -146,31 +159,49 @@ func (argSizes) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) 
 type Call struct {
 	Server, Tool string
 	Args         []byte // a JSON object
+	Client       string // who asked: a client's name, "" for none
+	Profile      string // the client's profile, "" for none
+	Language     string // the execution's language, "" for a command
 	Calls        int    // the execution's calls before this one
 	Now          time.Time
 }
 
-// Refuses returns why the rules refuse c, or "" when they allow it (or no
-// rule names its tool).
-func Refuses(rules []*Compiled, c Call) string {
+// Decision is what the rules say of a call: Refused (why), or, when it is
+// "", the call may go out, after a human's approval if Approve.
+type Decision struct {
+	Refused string
+	Approve bool
+	Rule    int    // the rule that decided, -1 for none
+	Reason  string // the rule's reason, if it gave one
+}
+
+// Decide applies the rules to c: the first whose tools match it decides.
+func Decide(rules []*Compiled, c Call) Decision {
 	for _, r := range rules {
 		if r.tools.Match(c.Tool) == nil {
 			continue
 		}
+		d := Decision{Rule: r.index, Reason: r.reason}
+		if r.prg == nil {
+			d.Approve = true
+			return d
+		}
 		ok, err := r.allows(c)
-		if err != nil {
-			return fmt.Sprintf("tool %s is refused: the condition of rule %d of this server (%s) could not be evaluated for these arguments: %v", c.Tool, r.index, r.expr, err)
+		switch {
+		case err != nil:
+			d.Refused = fmt.Sprintf("tool %s is refused: the condition of rule %d of this server (%s) could not be evaluated for these arguments: %v", c.Tool, r.index, r.expr, err)
+		case !ok:
+			why := r.reason
+			if why == "" {
+				why = "its condition " + r.expr + " is false for these arguments"
+			}
+			d.Refused = fmt.Sprintf("tool %s is refused by rule %d of this server: %s", c.Tool, r.index, why)
+		default:
+			d.Approve = r.approve
 		}
-		if ok {
-			return ""
-		}
-		why := r.reason
-		if why == "" {
-			why = "its condition " + r.expr + " is false for these arguments"
-		}
-		return fmt.Sprintf("tool %s is refused by rule %d of this server: %s", c.Tool, r.index, why)
+		return d
 	}
-	return ""
+	return Decision{Rule: -1}
 }
 
 func (r *Compiled) allows(c Call) (bool, error) {
@@ -184,7 +215,8 @@ func (r *Compiled) allows(c Call) (bool, error) {
 	out, _, err := r.prg.Eval(map[string]any{
 		"args":      args,
 		"tool":      map[string]string{"server": c.Server, "name": c.Tool},
-		"execution": map[string]int64{"calls": int64(c.Calls)},
+		"client":    map[string]string{"name": c.Client, "profile": c.Profile},
+		"execution": map[string]any{"calls": int64(c.Calls), "language": c.Language},
 		"now":       c.Now,
 	})
 	if err != nil {

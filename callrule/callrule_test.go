@@ -44,7 +44,7 @@ func TestRefuses(t *testing.T) {
 		{"paged", `{}`, 3, "is false"},
 		{"other", `{"anything": true}`, 0, ""}, // no rule names it
 	} {
-		got := Refuses(rules, Call{Server: "gh", Tool: c.tool, Args: []byte(c.args), Calls: c.calls, Now: now})
+		got := Decide(rules, Call{Server: "gh", Tool: c.tool, Args: []byte(c.args), Calls: c.calls, Now: now}).Refused
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s(%.60s): %q, want %q", c.tool, c.args, got, c.want)
 		}
@@ -61,17 +61,67 @@ func TestCompileErrors(t *testing.T) {
 	}{
 		{Rule{Tools: []string{"x"}, AllowIf: `args.owner == `}, "rules[0].allow_if, column 15: "},
 		{Rule{Tools: []string{"x"}, AllowIf: `args.owner == 1 +`}, "rules[0].allow_if, column"},
-		{Rule{Tools: []string{"x"}, AllowIf: `client.name == "a"`}, "undeclared reference to 'client'"},
+		{Rule{Tools: []string{"x"}, AllowIf: `request.method == "GET"`}, "undeclared reference to 'request'"},
+		{Rule{Tools: []string{"x"}, AllowIf: `client.name == 1`}, "found no matching overload"},
 		{Rule{Tools: []string{"x"}, AllowIf: `args.owner`}, "is a dyn, not a condition"},
 		{Rule{Tools: []string{"x"}, AllowIf: `size(args.body)`}, "not a condition"},
 		{Rule{Tools: []string{"x"}, AllowIf: `args.items.all(a, args.items.all(b, a == b))`}, "more than the 1000000 a condition may"},
-		{Rule{Tools: []string{"x"}, AllowIf: ``}, "rules[0].allow_if: is empty"},
+		{Rule{Tools: []string{"x"}, AllowIf: ``}, "rules[0].allow_if: is empty (give a condition, e.g. args.owner == \"acme\", or approve: true)"},
 		{Rule{AllowIf: `true`}, "rules[0].tools: names no tool"},
 		{Rule{Tools: []string{"[x"}, AllowIf: `true`}, `rules[0].tools: pattern "[x"`},
 	} {
 		_, err := Compile([]Rule{c.rule})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.rule, err, c.want)
+		}
+	}
+}
+
+// Approval: a rule with approve and no condition names every call for a
+// human; with a condition, only the calls it allows (the others are
+// refused without asking). A rule without approve never asks.
+func TestApprove(t *testing.T) {
+	rules, err := Compile([]Rule{
+		{Tools: []string{"transfer"}, AllowIf: `args.amount < 500`, Reason: "small transfers only"},
+		{Tools: []string{"wire"}, AllowIf: `args.amount < 10000`, Approve: true, Reason: "a human confirms wires"},
+		{Tools: []string{"delete_*", "*/delete_*"}, Approve: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tool, args string
+		want       Decision
+	}{
+		{"transfer", `{"amount": 1}`, Decision{Rule: 0, Reason: "small transfers only"}},
+		{"wire", `{"amount": 1}`, Decision{Rule: 1, Approve: true, Reason: "a human confirms wires"}},
+		{"wire", `{"amount": 20000}`, Decision{Rule: 1, Reason: "a human confirms wires", Refused: "tool wire is refused by rule 1 of this server: a human confirms wires"}},
+		{"delete_repo", `{}`, Decision{Rule: 2, Approve: true}},
+		{"admin/delete_repo", `{"x": 1}`, Decision{Rule: 2, Approve: true}},
+		{"list", `{}`, Decision{Rule: -1}},
+	} {
+		if got := Decide(rules, Call{Tool: c.tool, Args: []byte(c.args)}); got != c.want {
+			t.Errorf("%s(%s): %+v, want %+v", c.tool, c.args, got, c.want)
+		}
+	}
+}
+
+// The variables of who asks: the client's name and profile, the
+// execution's language.
+func TestClientAndLanguage(t *testing.T) {
+	rules, err := Compile([]Rule{
+		{Tools: []string{"*"}, AllowIf: `client.name == "ci" && client.profile == "" && execution.language in ["py", "ts"]`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		client, language string
+		ok               bool
+	}{{"ci", "py", true}, {"ci", "ts", true}, {"ci", "", false}, {"alice", "py", false}, {"", "py", false}} {
+		d := Decide(rules, Call{Tool: "x", Args: []byte(`{}`), Client: c.client, Language: c.language})
+		if (d.Refused == "") != c.ok {
+			t.Errorf("client %q, language %q: %+v, want allowed %v", c.client, c.language, d, c.ok)
 		}
 	}
 }

@@ -210,6 +210,9 @@ type Server struct {
 	Group string `yaml:"group,omitempty"`
 	// Timeout bounds each call. 0 (the default) means 30s; at most 24h.
 	Timeout Duration `yaml:"timeout,omitempty"`
+	// ApprovalTimeout bounds the wait for a human to approve a call that
+	// a rule with approve names. 0 (the default) means 2m; at most 24h.
+	ApprovalTimeout Duration `yaml:"approval_timeout,omitempty"`
 
 	// Jail runs a stdio server in a long-lived jail of its own, like an
 	// execution's, with an empty environment plus Env. The settings below
@@ -255,10 +258,12 @@ func (s *Server) JailNetwork() Network {
 
 // CallRule is one of a server's rules on calls: Tools are globs of tool
 // names, AllowIf the CEL condition that a matching call must meet (see the
-// README for its variables), and Reason what a refused call is told.
+// README for its variables), Approve that a human must approve each call
+// it allows, and Reason what a refused call is told.
 type CallRule struct {
 	Tools   []string `yaml:"tools,omitempty"`
 	AllowIf string   `yaml:"allow_if,omitempty"`
+	Approve bool     `yaml:"approve,omitempty"`
 	Reason  string   `yaml:"reason,omitempty"`
 }
 
@@ -266,7 +271,7 @@ type CallRule struct {
 func (s *Server) CallRules() []callrule.Rule {
 	var out []callrule.Rule
 	for _, r := range s.Rules {
-		out = append(out, callrule.Rule{Tools: r.Tools, AllowIf: r.AllowIf, Reason: r.Reason})
+		out = append(out, callrule.Rule{Tools: r.Tools, AllowIf: r.AllowIf, Approve: r.Approve, Reason: r.Reason})
 	}
 	return out
 }
@@ -396,6 +401,9 @@ func validateServer(name string, s *Server) error {
 	}
 	if s.Timeout < 0 || time.Duration(s.Timeout) > maxTimeout {
 		return fieldErrorf(key("timeout"), "must be at most 24h (0 means 30s), not %v", s.Timeout)
+	}
+	if s.ApprovalTimeout < 0 || time.Duration(s.ApprovalTimeout) > maxTimeout {
+		return fieldErrorf(key("approval_timeout"), "must be at most 24h (0 means 2m), not %v", s.ApprovalTimeout)
 	}
 	return nil
 }

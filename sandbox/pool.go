@@ -15,6 +15,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
+	"github.com/cruciblehq/crucible/toolbridge"
 )
 
 // Pool keeps jails built ahead of their work: namespaces, cgroup, network
@@ -143,6 +144,8 @@ type Job struct {
 	// Workspace is the host directory bound at /workspace, for a pool
 	// with PoolOptions.Workspaces (which requires one); "" without.
 	Workspace string
+	// Caller is whom the job runs for, as Options.Caller.
+	Caller toolbridge.Caller
 }
 
 // Run hands src, a program named like file ("-" for standard input), to a
@@ -221,7 +224,8 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 	defer p.refill()
 	defer w.cancel()
 
-	w.x.begin(programRecord(l.Name, job.Source))
+	job.Caller.Language = l.Name
+	w.x.begin(programRecord(l.Name, job.Source), job.Caller)
 	var in *os.File
 	select {
 	case in = <-w.stdin:

@@ -40,6 +40,7 @@ import (
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/toolbridge"
 	"github.com/cruciblehq/crucible/userns"
 	"github.com/cruciblehq/crucible/violation"
 )
@@ -76,12 +77,17 @@ type Options struct {
 	// Skills is a host directory the code sees read-only at /skills (and
 	// imports from); "" gives it none.
 	Skills string
+	// Caller is whom the execution runs for: what tool rules see of it,
+	// and who approves the calls they say a human must (none: such calls
+	// are refused). Its Language is set from the program.
+	Caller toolbridge.Caller
 }
 
 // Exec runs args in a fresh jail configured by cfg.
 func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*Result, error) {
 	x := newExecution(jailSpec(&cfg.Sandbox, args, nil), o, false)
-	x.begin(audit.Execution{Command: args})
+	o.Caller.Language = ""
+	x.begin(audit.Execution{Command: args}, o.Caller)
 	return x.run(ctx, cfg)
 }
 
@@ -90,7 +96,8 @@ func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*R
 func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*Result, error) {
 	x := newExecution(programSpec(&cfg.Sandbox, p), o, true)
 	x.endOnReport(p)
-	x.begin(programRecord(p.Lang, p.Files[p.Main]))
+	o.Caller.Language = p.Lang
+	x.begin(programRecord(p.Lang, p.Files[p.Main]), o.Caller)
 	return x.run(ctx, cfg)
 }
 
@@ -222,16 +229,16 @@ func (x *execution) protect() {
 	}
 }
 
-// begin marks the moment the execution's work starts: it gets its id, and
-// its duration counts from here (not from a warm jail's birth).
-func (x *execution) begin(ev audit.Execution) {
+// begin marks the moment the execution's work starts, for caller: it gets
+// its id, and its duration counts from here (not from a warm jail's birth).
+func (x *execution) begin(ev audit.Execution, caller toolbridge.Caller) {
 	ev.Exec = newID()
 	x.ev, x.began = ev, time.Now()
 	if x.net != nil {
 		x.net.begin(ev.Exec)
 	}
 	if x.tools != nil {
-		x.tools.serve(ev.Exec)
+		x.tools.serve(ev.Exec, caller)
 	}
 }
 

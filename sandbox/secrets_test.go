@@ -261,7 +261,7 @@ func TestToolChannelRedacted(t *testing.T) {
 	if err := x.attach(cfg); err != nil {
 		t.Fatal(err)
 	}
-	x.tools.serve("test")
+	x.tools.serve("test", toolbridge.Caller{})
 	defer x.tools.stop()
 	code, err := net.FileConn(x.tools.peer)
 	if err != nil {

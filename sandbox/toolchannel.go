@@ -166,14 +166,15 @@ func newToolChannel(t *Tools, spec *jail.Spec, w *audit.Writer) (*toolChannel, e
 }
 
 // serve answers the channel's requests until the command closes it or stop
-// is called; the calls are the execution exec's.
-func (c *toolChannel) serve(exec string) {
+// is called; the calls are the execution exec's, run for caller.
+func (c *toolChannel) serve(exec string, caller toolbridge.Caller) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return // a warm jail that died before its work came
 	}
 	c.exec = exec
+	c.sess.SetCaller(c.audited(exec, caller))
 	c.done.Add(1)
 	go func() {
 		defer c.done.Done()
@@ -289,7 +290,7 @@ func (c *toolChannel) handle(req request, slot int) response {
 	var (
 		out  []byte
 		err  error
-		hash []byte
+		hash string // of the arguments, or of the URI read
 	)
 	start := time.Now()
 	switch req.Method {
@@ -341,19 +342,19 @@ func (c *toolChannel) handle(req request, slot int) response {
 		res.Result = out
 		return res
 	case "call":
-		hash = req.Args
+		hash = toolbridge.ArgsHash(req.Args)
 		out, err = c.sess.Call(c.ctx, req.Server, req.Tool, req.Args)
 	case "resource":
-		hash = []byte(req.URI)
+		sum := sha256.Sum256([]byte(req.URI))
+		hash = hex.EncodeToString(sum[:])
 		out, err = c.sess.Resource(c.ctx, req.Server, req.URI)
 	default:
 		res.Error = &responseError{Kind: "error", Message: fmt.Sprintf("unknown method %q: the methods are call, list, resource and apis", req.Method)}
 		return res
 	}
 	d := time.Since(start)
-	sum := sha256.Sum256(hash)
 	ev := audit.ToolCall{Server: req.Server, Tool: req.Tool, Resource: req.Method == "resource",
-		ArgsHash: hex.EncodeToString(sum[:]), DurationMS: d.Milliseconds(), Outcome: "ok"}
+		ArgsHash: hash, DurationMS: d.Milliseconds(), Outcome: "ok"}
 	var refusal *toolbridge.Refusal
 	var toolErr *toolbridge.ToolError
 	switch {
@@ -380,6 +381,30 @@ func (c *toolChannel) handle(req request, slot int) response {
 	_ = c.audit.Log(ev)
 	return res
 }
+
+// audited is caller, each of its approvals written to the audit trail
+// with its answer, whoever answered (or did not).
+func (c *toolChannel) audited(exec string, caller toolbridge.Caller) toolbridge.Caller {
+	ask := caller.Approve
+	caller.Approve = func(ctx context.Context, a toolbridge.Approval) toolbridge.Answer {
+		began := time.Now()
+		ans := toolbridge.Answer{Action: toolbridge.Unasked, Why: noApprover}
+		if ask != nil {
+			ans = ask(ctx, a)
+		}
+		if ans.Action != toolbridge.Accept && ctx.Err() == context.DeadlineExceeded {
+			ans = toolbridge.Answer{Action: toolbridge.Timeout}
+		}
+		_ = c.audit.Log(audit.Approval{Exec: exec, Client: caller.Client, Server: a.Server, Tool: a.Tool,
+			ArgsHash: a.ArgsHash, Rule: a.Rule, Answer: ans.Action, Why: ans.Why, WaitMS: time.Since(began).Milliseconds()})
+		return ans
+	}
+	return caller
+}
+
+// noApprover is why a call that needs approval was refused when the
+// execution's caller gave no way to ask.
+const noApprover = "this execution has no one to ask (crucible serve asks its MCP client; crucible run and exec approve only with --approve-all)"
 
 // violate counts a refusal, one entry per kind and reason (the reasons name
 // what the code asked for: past maxNetViolations of them, one entry per

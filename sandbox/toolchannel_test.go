@@ -43,7 +43,7 @@ func FuzzToolChannel(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.serve("fuzz")
+		c.serve("fuzz", toolbridge.Caller{})
 		code, err := net.FileConn(c.peer)
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +91,7 @@ func TestToolChannelAPIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.serve("apis")
+	c.serve("apis", toolbridge.Caller{})
 	code, err := net.FileConn(c.peer)
 	if err != nil {
 		t.Fatal(err)

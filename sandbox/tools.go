@@ -35,8 +35,9 @@ func toolOptions(cfg *config.Config, w *audit.Writer) toolbridge.Options {
 			URL: s.URL, Headers: s.Headers,
 			Policy: toolbridge.Policy{
 				Allow: s.Tools.Allow, Deny: s.Tools.Deny, Resources: resourceFilter(s.Resources), Rules: s.CallRules(),
-				Group:   s.Group,
-				Timeout: time.Duration(s.Timeout), // 0: the bridge's default
+				Group:           s.Group,
+				Timeout:         time.Duration(s.Timeout),         // 0: the bridge's default
+				ApprovalTimeout: time.Duration(s.ApprovalTimeout), // likewise
 			},
 		}
 		if s.Jail {

@@ -97,8 +97,11 @@ type Policy struct {
 	Resources *Filter
 	// Rules decide calls by their arguments (package callrule): the
 	// first whose tools match a call allows it only if its condition
-	// holds.
+	// holds, and only once a human approves it if the rule says so.
 	Rules []callrule.Rule
+	// ApprovalTimeout bounds the wait for a human's approval; zero means
+	// DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// Group names the server's data-flow group: once an execution has
 	// called a server of one group, a server of another group is refused
 	// for the rest of it. "" is no group.
@@ -163,6 +166,7 @@ func New(o Options) (*Bridge, error) {
 			return nil, fmt.Errorf("tool server %s: %w", name, err)
 		}
 		s.Policy.Timeout = cmp.Or(s.Policy.Timeout, DefaultTimeout)
+		s.Policy.ApprovalTimeout = cmp.Or(s.Policy.ApprovalTimeout, DefaultApprovalTimeout)
 		b.servers[name] = newServer(name, s, r, messageBound(b.limits.ResultBytes), home, b.log.With("server", name))
 	}
 	return b, nil
@@ -214,15 +218,17 @@ func (b *Bridge) Tools(ctx context.Context) ([]Tool, error) {
 // against the bridge's [Limits] and its groups kept apart. It is safe for
 // concurrent use.
 type Session struct {
-	b *Bridge
+	b      *Bridge
+	asking chan struct{} // held while a human is asked
 
-	mu    sync.Mutex
-	calls int
-	group string // the first group called, "" until then
+	mu     sync.Mutex
+	calls  int
+	group  string // the first group called, "" until then
+	caller Caller
 }
 
 // NewSession begins an execution's use of the bridge.
-func (b *Bridge) NewSession() *Session { return &Session{b: b} }
+func (b *Bridge) NewSession() *Session { return &Session{b: b, asking: make(chan struct{}, 1)} }
 
 // Calls returns how many calls the session has made (refused ones not
 // counted).
@@ -236,7 +242,8 @@ func (s *Session) Calls() int {
 func (s *Session) Tools(ctx context.Context) ([]Tool, error) { return s.b.Tools(ctx) }
 
 // admit checks a call of tool ("" for a resource) on the named server
-// against the policy and the limits, and counts it.
+// against the policy and the limits, counts it, and, if a rule says so,
+// has a human approve it.
 func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (*server, error) {
 	srv, ok := s.b.servers[name]
 	if !ok {
@@ -245,6 +252,7 @@ func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (*s
 	if int64(len(args)) > s.b.limits.ArgBytes {
 		return nil, refusef(KindLimit, name, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", len(args), s.b.limits.ArgBytes)
 	}
+	var d callrule.Decision
 	if tool != "" {
 		if why := srv.rules.refuses(tool); why != "" {
 			return nil, refusef(KindTool, name, tool, "%s", why)
@@ -260,28 +268,44 @@ func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (*s
 		}
 		if len(srv.rules.calls) > 0 {
 			s.mu.Lock()
-			calls := s.calls
+			c := callrule.Call{Server: name, Tool: tool, Args: args, Calls: s.calls, Now: time.Now(),
+				Client: s.caller.Client, Profile: s.caller.Profile, Language: s.caller.Language}
 			s.mu.Unlock()
-			if why := callrule.Refuses(srv.rules.calls, callrule.Call{Server: name, Tool: tool, Args: args, Calls: calls, Now: time.Now()}); why != "" {
-				return nil, refusef(KindTool, name, tool, "%s", why)
+			if d = callrule.Decide(srv.rules.calls, c); d.Refused != "" {
+				return nil, refusef(KindTool, name, tool, "%s", d.Refused)
 			}
 		}
 	}
+	if err := s.count(srv, tool); err != nil {
+		return nil, err
+	}
+	if d.Approve {
+		// Counted before the human is asked: a program that asks in a
+		// loop runs out of calls.
+		if err := s.approve(ctx, srv, tool, args, d); err != nil {
+			return nil, err
+		}
+	}
+	return srv, nil
+}
+
+// count counts a call of srv against the limits, and binds its group.
+func (s *Session) count(srv *server, tool string) error {
 	lim := s.b.limits
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := srv.cfg.Policy.Group
+	name, g := srv.name, srv.cfg.Policy.Group
 	if g != "" && s.group != "" && g != s.group {
-		return nil, refusef(KindTool, name, tool, "tool server %s is in group %q, and this execution has already used group %q: groups are kept apart, so use %q's tools in another execution", name, g, s.group, g)
+		return refusef(KindTool, name, tool, "tool server %s is in group %q, and this execution has already used group %q: groups are kept apart, so use %q's tools in another execution", name, g, s.group, g)
 	}
 	if s.calls >= lim.Calls {
-		return nil, refusef(KindLimit, name, tool, "this execution has made its %d tool calls, the most allowed: make fewer calls, e.g. one that returns more", lim.Calls)
+		return refusef(KindLimit, name, tool, "this execution has made its %d tool calls, the most allowed: make fewer calls, e.g. one that returns more", lim.Calls)
 	}
 	if g != "" {
 		s.group = g
 	}
 	s.calls++
-	return srv, nil
+	return nil
 }
 
 // Count counts a request of the code that is not a call but costs the

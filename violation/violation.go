@@ -26,6 +26,10 @@ const (
 	HTTP = "http"
 
 	Tool = "tool" // a tool call that the tool policy refused (a denied tool, another group)
+
+	// A tool call that a rule says a human must approve, and no human
+	// did: declined, cancelled, not answered in time, or no one to ask.
+	Approval = "approval"
 )
 
 // Violation is one kind of denied operation, and how often it happened.
