@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cruciblehq/crucible/workspace"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cruciblehq/crucible/toolbridge"
+	"github.com/cruciblehq/crucible/workspace"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -95,23 +97,64 @@ func executeTool() *mcp.Tool {
 	}
 }
 
-// executeHandler runs execute: checks, limits, a workspace, the sandbox.
+// executeHandler runs execute: checks, limits, a workspace, the sandbox,
+// in a run of its own; a 2026-07-28 client's retry that answers an
+// approval takes up the run it names.
 func (s *Server) executeHandler(stateless bool) mcp.ToolHandlerFor[executeIn, *executeOut] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in executeIn) (*mcp.CallToolResult, *executeOut, error) {
-		began := time.Now()
-		out, err := s.execute(ctx, req, in, stateless)
-		s.stats.execution(out, err, time.Since(began))
-		if err != nil {
-			return nil, nil, err
+		var r *run
+		if state := req.Params.RequestState; state != "" {
+			var err error
+			if r, err = s.approvals.resume(state, clientOf(req), req.Params.InputResponses); err != nil {
+				return nil, nil, err
+			}
+		} else if r = s.start(ctx, req, in, stateless); r == nil {
+			return nil, nil, errClosing
+		}
+		stop := s.progress(ctx, req)
+		defer stop()
+		select {
+		case <-r.done:
+		case q := <-r.questions:
+			return s.approvals.park(r, q, clientOf(req)), nil, nil
+		case <-ctx.Done():
+			r.cancel()
+			<-r.done
+		}
+		if r.err != nil {
+			return nil, nil, r.err
 		}
 		return &mcp.CallToolResult{
-			Content: []mcp.Content{&mcp.TextContent{Text: summary(out)}},
-			IsError: out.ExitCode != 0 || out.Error != nil,
-		}, out, nil
+			Content: []mcp.Content{&mcp.TextContent{Text: summary(r.out)}},
+			IsError: r.out.ExitCode != 0 || r.out.Error != nil,
+		}, r.out, nil
 	}
 }
 
-func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in executeIn, stateless bool) (*executeOut, error) {
+// start runs the execution that req asks for in a goroutine, counted as a
+// call that Close waits for; nil once Close has begun. It ends with ctx,
+// the call's, only through the handler: a run that asks a 2026-07-28
+// client for an approval outlives the call that began it.
+func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, in executeIn, stateless bool) *run {
+	if !s.join(&s.calls) {
+		return nil
+	}
+	r := &run{questions: make(chan *question), done: make(chan struct{})}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	caller := toolbridge.Caller{Client: clientOf(req), Approve: s.approver(rctx, req, r)}
+	go func() {
+		defer s.calls.Done()
+		defer cancel()
+		began := time.Now()
+		r.out, r.err = s.execute(rctx, req, in, stateless, caller)
+		s.stats.execution(r.out, r.err, time.Since(began))
+		close(r.done)
+	}()
+	return r
+}
+
+func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in executeIn, stateless bool, caller toolbridge.Caller) (*executeOut, error) {
 	language := cmp.Or(in.Language, "ts")
 	file, ok := languages[language]
 	switch {
@@ -152,9 +195,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	}
 	defer s.spaces.Release(ws)
 
-	stop := s.progress(ctx, req)
-	res, err := s.runProgram(ctx, ws.Dir, language, in.Code, file)
-	stop()
+	res, err := s.runProgram(ctx, ws.Dir, language, in.Code, file, caller)
 	if err != nil {
 		return nil, s.runError(err)
 	}
@@ -238,16 +279,18 @@ func jsonLen(s string) int {
 }
 
 // executionContext is the context an execution runs in: a session's
-// executions end with it, a stateless one with the server, and any with
-// the HTTP request that asked for it (when it is gone, nobody will read
-// the answer).
+// executions end with it, a stateless one with the server, and any but a
+// 2026-07-28 client's with the HTTP request that asked for it (when it is
+// gone, nobody will read the answer; a 2026-07-28 client's request ends
+// the execution through its handler, which it may leave to be asked for an
+// approval).
 func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest, se *session) (context.Context, context.CancelFunc) {
 	owner := s.ctx
 	if se != nil {
 		owner = se.ctx
 	}
 	ctx, cancel := joinContext(ctx, owner)
-	if rc := s.requestContext(req); rc != nil {
+	if rc := s.requestContext(req); rc != nil && !rounds(req) {
 		var cancel2 context.CancelFunc
 		ctx, cancel2 = joinContext(ctx, rc)
 		return ctx, func() {
@@ -260,9 +303,9 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 
 // runProgram runs the program with dir at /workspace: in a warm jail of
 // the pool of its language, else in a new jail.
-func (s *Server) runProgram(ctx context.Context, dir, language, code, file string) (*sandbox.Result, error) {
+func (s *Server) runProgram(ctx context.Context, dir, language, code, file string, caller toolbridge.Caller) (*sandbox.Result, error) {
 	if p := s.poolFor(language); p != nil {
-		return p.Do(ctx, sandbox.Job{Source: []byte(code), File: file, Language: language, Workspace: dir})
+		return p.Do(ctx, sandbox.Job{Source: []byte(code), File: file, Language: language, Workspace: dir, Caller: caller})
 	}
 	cfg := *s.cfg
 	cfg.Sandbox.Workspace = dir
@@ -270,7 +313,7 @@ func (s *Server) runProgram(ctx context.Context, dir, language, code, file strin
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills})
+	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills, Caller: caller})
 }
 
 // sessionHandle is the handle of se's workspace, "" before it has one.

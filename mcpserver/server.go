@@ -15,10 +15,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cruciblehq/crucible/workspace"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/cruciblehq/crucible/workspace"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -76,7 +77,8 @@ type Server struct {
 	// tears down what they use (the sessions, the workspaces, wg).
 	calls sync.WaitGroup
 
-	requests requests // the HTTP requests being served
+	requests  requests  // the HTTP requests being served
+	approvals approvals // executions waiting for a 2026-07-28 client's answer
 
 	mu       sync.Mutex
 	closed   bool // Close has begun: nothing more joins wg or calls

@@ -66,7 +66,8 @@ const (
 
 // Answer is the outcome of an Approval: Action is one of the answers
 // above; Why, for Unasked, says why no one could be asked, and what would
-// ask them.
+// ask them (the refusal says it), and for an answer no human gave, what
+// gave it (the audit trail says it).
 type Answer struct {
 	Action string
 	Why    string

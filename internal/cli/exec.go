@@ -15,6 +15,7 @@ import (
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/sandbox"
+	"github.com/cruciblehq/crucible/toolbridge"
 )
 
 const execUsage = `Usage: crucible exec [flags] -- CMD [ARGS...]
@@ -34,7 +35,7 @@ type execFlags struct {
 	pids                                                          int
 	cpus                                                          float64
 	ro, env, degraded, allowNet, secret                           listFlag
-	json, unsafeWorkspace                                         bool
+	json, unsafeWorkspace, approveAll                             bool
 }
 
 func (f *execFlags) register(fs *flag.FlagSet) {
@@ -55,6 +56,7 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.allowNet, "allow-net", "let the code reach `HOST[:PORT]` (a name, *.domain, an IP or CIDR; default ports 80 and 443; repeatable); '*' allows every public name")
 	fs.Var(&f.secret, "secret", "`NAME=SOURCE@HOST,...`: the code sees NAME as a placeholder, which only HOSTs (rules as for --allow-net) receive as the value of SOURCE, env:VAR or file:/path, over TLS (repeatable)")
 	fs.Var(&f.degraded, "allow-degraded", "`LAYER,...` that may be missing: "+strings.Join(config.DegradableLayers, ", "))
+	fs.BoolVar(&f.approveAll, "approve-all", false, "let out, unasked, every tool call that a rule says a human must approve (approve: true); without it they are refused, as there is no one to ask")
 }
 
 // load builds the configuration: the file loadConfig finds (or the
@@ -177,7 +179,7 @@ func runExec(ctx context.Context, args []string, env Env) int {
 		return ExitUsage
 	}
 
-	return execute(cfg, f.json, env.Stdin, env, func(st sandbox.Options) (*sandbox.Result, error) {
+	return execute(cfg, &f, env.Stdin, env, func(st sandbox.Options) (*sandbox.Result, error) {
 		return sandbox.Exec(ctx, cfg, fs.Args(), st)
 	})
 }
@@ -185,9 +187,16 @@ func runExec(ctx context.Context, args []string, env Env) int {
 // execute runs one execution with the caller's streams (or, for --json,
 // captured) and reports it: streamed output and notes on stderr, or one JSON
 // object. It returns crucible's exit code.
-func execute(cfg *config.Config, asJSON bool, stdin io.Reader, env Env, run func(sandbox.Options) (*sandbox.Result, error)) int {
+func execute(cfg *config.Config, f *execFlags, stdin io.Reader, env Env, run func(sandbox.Options) (*sandbox.Result, error)) int {
+	asJSON := f.json
 	st := sandbox.Options{Stdin: stdin, Stdout: env.Stdout, Stderr: env.Stderr}
 	warn(cfg, env)
+	if f.approveAll {
+		fmt.Fprintln(env.Stderr, "crucible: warning: --approve-all: every tool call that a rule says a human must approve goes out unasked")
+		st.Caller.Approve = func(context.Context, toolbridge.Approval) toolbridge.Answer {
+			return toolbridge.Answer{Action: toolbridge.Accept, Why: "--approve-all: no human was asked"}
+		}
+	}
 	if cfg.Audit.File != "" {
 		// Asked for and not writable: refuse, rather than run unrecorded.
 		w, err := audit.Open(cfg.Audit.File)

@@ -72,7 +72,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "crucible run: %v\n", err)
 		return ExitUsage
 	}
-	return execute(cfg, f.json, stdin, env, func(st sandbox.Options) (*sandbox.Result, error) {
+	return execute(cfg, &f, stdin, env, func(st sandbox.Options) (*sandbox.Result, error) {
 		return sandbox.Run(ctx, cfg, prog, st)
 	})
 }

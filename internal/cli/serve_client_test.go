@@ -56,12 +56,12 @@ var conformanceScenarios = []struct{ name, notApplicable string }{
 	{"tools-call-error", "calls the test tool test_error_handling"},
 	{"tools-call-with-progress", "calls the test tool test_tool_with_progress"},
 	{"tools-call-sampling", "calls the test tool test_sampling; serve never asks the client to sample"},
-	{"tools-call-elicitation", "calls the test tool test_elicitation; serve never elicits"},
+	{"tools-call-elicitation", "calls the test tool test_elicitation"},
 	{"json-schema-2020-12", "lists the test tool json_schema_2020_12_tool (and is in the suite's pending set)"},
-	{"elicitation-sep1034-defaults", "calls the test tool test_elicitation_sep1034_defaults; serve never elicits"},
+	{"elicitation-sep1034-defaults", "calls the test tool test_elicitation_sep1034_defaults"},
 	{"server-sse-polling", "calls the test tool test_reconnection (and is in the suite's pending set)"},
 	{"server-sse-multiple-streams", ""}, // three concurrent tools/list POSTs in one session
-	{"elicitation-sep1330-enums", "calls the test tool test_elicitation_sep1330_enums; serve never elicits"},
+	{"elicitation-sep1330-enums", "calls the test tool test_elicitation_sep1330_enums"},
 	{"resources-list", ""}, // the skills, as resources (none yet: serve lists no resources until it offers skills)
 	{"resources-read-text", "reads the test resource test://static-text"},
 	{"resources-read-binary", "reads the test resource test://static-binary"},

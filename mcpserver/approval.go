@@ -1,0 +1,203 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cruciblehq/crucible/glob"
+	"github.com/cruciblehq/crucible/toolbridge"
+)
+
+// A call that a rule says a human must approve is put to the MCP client
+// as an elicitation (form mode) that shows the server, the tool and the
+// arguments. A 2025-11-25 client is sent the request while the execute
+// call is open. A 2026-07-28 client cannot be (the SDK refuses
+// server-initiated requests then): execute answers with the elicitation as
+// an input request (multi round-trip requests, SEP-2322), the execution
+// waiting, and the client's retry of the call carries the answer and the
+// request state that names the waiting execution.
+
+// approvalInput is the key of the one input request an answer carries.
+const approvalInput = "approval"
+
+// run is one execution, in a goroutine of its own: its execute call may
+// return (to ask the client) and the client's retry take it up again.
+type run struct {
+	questions chan *question // a question for the client, 2026-07-28 only
+	done      chan struct{}  // closed once out and err are set
+	cancel    context.CancelFunc
+	out       *executeOut
+	err       error
+}
+
+// question is one approval the execution waits for.
+type question struct {
+	a      toolbridge.Approval
+	answer chan toolbridge.Answer // buffered: whoever answers never waits
+}
+
+// approvals are the runs of 2026-07-28 clients waiting, between two
+// requests, for a human's answer; by request state.
+type approvals struct {
+	mu      sync.Mutex
+	waiting map[string]*paused
+}
+
+type paused struct {
+	client string // only the client that was asked may answer
+	run    *run
+	q      *question
+	timer  *time.Timer
+}
+
+// park keeps r, which waits for q, for the client's retry, for as long as
+// the question may wait; past it, nobody will read r's result and it is
+// stopped. It returns the result that asks the client.
+func (ap *approvals) park(r *run, q *question, client string) *mcp.CallToolResult {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	state := hex.EncodeToString(b)
+	p := &paused{client: client, run: r, q: q}
+	ap.mu.Lock()
+	if ap.waiting == nil {
+		ap.waiting = map[string]*paused{}
+	}
+	ap.waiting[state] = p
+	p.timer = time.AfterFunc(q.a.Timeout, func() {
+		if ap.take(state, client) != nil {
+			r.cancel()
+		}
+	})
+	ap.mu.Unlock()
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{approvalInput: elicitation(q.a)},
+		RequestState:  state,
+	}
+}
+
+func (ap *approvals) take(state, client string) *paused {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	p := ap.waiting[state]
+	if p == nil || p.client != client {
+		return nil
+	}
+	delete(ap.waiting, state)
+	return p
+}
+
+// errStale answers a retry whose request state names no waiting execution.
+var errStale = errors.New("this retry answers an approval that is unknown or was not answered in time (servers.NAME.approval_timeout); the execution was stopped: run the program again")
+
+// resume gives the answer in responses to the run that state names, and
+// returns the run.
+func (ap *approvals) resume(state, client string, responses mcp.InputResponseMap) (*run, error) {
+	p := ap.take(state, client)
+	if p == nil {
+		return nil, errStale
+	}
+	p.timer.Stop()
+	ans := toolbridge.Answer{Action: toolbridge.Cancel}
+	if res, ok := responses[approvalInput].(*mcp.ElicitResult); ok && res != nil {
+		ans.Action = res.Action
+	}
+	p.q.answer <- ans
+	return p.run, nil
+}
+
+// approver asks the client of req about the calls of the run r (whose
+// context is rctx) that need a human's approval.
+func (s *Server) approver(rctx context.Context, req *mcp.CallToolRequest, r *run) toolbridge.Approver {
+	if why := cannotElicit(req); why != "" {
+		return func(context.Context, toolbridge.Approval) toolbridge.Answer {
+			return toolbridge.Answer{Action: toolbridge.Unasked, Why: why}
+		}
+	}
+	if rounds(req) {
+		return func(ctx context.Context, a toolbridge.Approval) toolbridge.Answer {
+			q := &question{a: a, answer: make(chan toolbridge.Answer, 1)}
+			select {
+			case r.questions <- q:
+			case <-ctx.Done():
+				return noAnswer(ctx)
+			}
+			select {
+			case ans := <-q.answer:
+				return ans
+			case <-ctx.Done():
+				return noAnswer(ctx)
+			}
+		}
+	}
+	return func(ctx context.Context, a toolbridge.Approval) toolbridge.Answer {
+		// Sent in the context of the execute call, so that over HTTP it
+		// goes on that call's stream.
+		ectx, stop := joinContext(rctx, ctx)
+		defer stop()
+		res, err := req.Session.Elicit(ectx, elicitation(a))
+		if err != nil {
+			if ctx.Err() != nil {
+				return noAnswer(ctx)
+			}
+			s.log.Warn("a client could not be asked to approve a call", "server", a.Server, "tool", a.Tool, "error", err)
+			return toolbridge.Answer{Action: toolbridge.Unasked, Why: "the MCP client's elicitation failed"}
+		}
+		return toolbridge.Answer{Action: res.Action}
+	}
+}
+
+// noAnswer is the answer of a question whose context ended first.
+func noAnswer(ctx context.Context) toolbridge.Answer {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return toolbridge.Answer{Action: toolbridge.Timeout}
+	}
+	return toolbridge.Answer{Action: toolbridge.Cancel}
+}
+
+// rounds says whether req's client takes input requests in results (the
+// 2026-07-28 protocol) rather than requests of its own.
+func rounds(req *mcp.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	p := req.Session.InitializeParams()
+	return p != nil && p.ProtocolVersion >= statelessVersion
+}
+
+// cannotElicit says why req's client cannot be asked, or "".
+func cannotElicit(req *mcp.CallToolRequest) string {
+	if req.Session == nil {
+		return "there is no MCP session to ask through"
+	}
+	c := req.ClientCapabilities()
+	if c == nil || c.Elicitation == nil || (c.Elicitation.Form == nil && c.Elicitation.URL != nil) {
+		return "the MCP client did not declare form elicitation, so it cannot show a human the call"
+	}
+	return ""
+}
+
+// elicitation is the form that asks a human about a.
+func elicitation(a toolbridge.Approval) *mcp.ElicitParams {
+	tool := a.Tool
+	if !glob.Clean(tool) {
+		tool = strconv.QuoteToASCII(tool)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "A program in Crucible's sandbox asks to call the tool %s of the server %s.\n", tool, a.Server)
+	if a.Reason != "" {
+		fmt.Fprintf(&b, "The operator's rule: %s\n", a.Reason)
+	}
+	fmt.Fprintf(&b, "Its arguments, as the program gave them:\n%s\n", a.Args)
+	b.WriteString("Accept to let this one call go out; decline to refuse it.")
+	return &mcp.ElicitParams{Mode: "form", Message: b.String(), RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}
+}
