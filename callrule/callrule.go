@@ -15,11 +15,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/common/cost"
+	"github.com/cruciblehq/crucible/cond"
 	"github.com/cruciblehq/crucible/glob"
 )
 
@@ -33,14 +32,8 @@ type Rule struct {
 	Reason  string // said to the code when the rule refuses a call
 }
 
-// CostLimit bounds what one condition may cost, estimated when it loads and
-// counted when it runs (in CEL's cost units: about one per operation, and
-// one per byte a string function reads).
-const CostLimit = 1_000_000
-
-// maxArgBytes is the size the estimate takes for any argument: no larger
-// than the bridge's bound on a call's arguments can be (1 MiB by default).
-const maxArgBytes = 1 << 20
+// CostLimit bounds what one condition may cost: see package cond.
+const CostLimit = cond.CostLimit
 
 // The variables a condition sees. args is the call's arguments as JSON
 // values; tool its server and name; client the name and profile of the
@@ -48,31 +41,21 @@ const maxArgBytes = 1 << 20
 // execution.calls the tool calls the execution has made before this one,
 // execution.language its language ("" for a command); now the time of the
 // call.
-//
-// Made on first use: a crucible process whose config has no rules never
-// pays for it.
-var env = sync.OnceValue(func() *cel.Env {
-	e, err := cel.NewEnv(
-		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("tool", cel.MapType(cel.StringType, cel.StringType)),
-		cel.Variable("client", cel.MapType(cel.StringType, cel.StringType)),
-		cel.Variable("execution", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("now", cel.TimestampType),
-	)
-	if err != nil {
-		panic(err) // the declarations above are fixed
-	}
-	return e
-})
+var env = cond.NewEnv(
+	cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+	cel.Variable("tool", cel.MapType(cel.StringType, cel.StringType)),
+	cel.Variable("client", cel.MapType(cel.StringType, cel.StringType)),
+	cel.Variable("execution", cel.MapType(cel.StringType, cel.DynType)),
+	cel.Variable("now", cel.TimestampType),
+)
 
 // Compiled is a rule ready to decide calls.
 type Compiled struct {
 	index   int
 	tools   glob.Set
-	expr    string
 	reason  string
 	approve bool
-	prg     cel.Program // nil: no condition
+	cond    *cond.Cond // nil: no condition
 }
 
 // Error is a rule that does not load: its index, and, for its condition,
@@ -102,7 +85,7 @@ func Compile(rules []Rule) ([]*Compiled, error) {
 		if err != nil {
 			return nil, &Error{Rule: i, Field: "tools", Msg: err.Error()}
 		}
-		c := &Compiled{index: i, tools: tools, expr: r.AllowIf, reason: r.Reason, approve: r.Approve}
+		c := &Compiled{index: i, tools: tools, reason: r.Reason, approve: r.Approve}
 		if r.AllowIf == "" {
 			if r.Approve {
 				out = append(out, c) // a human decides every call it names
@@ -110,49 +93,16 @@ func Compile(rules []Rule) ([]*Compiled, error) {
 			}
 			return nil, &Error{Rule: i, Field: "allow_if", Msg: "is empty (give a condition, e.g. args.owner == \"acme\", or approve: true)"}
 		}
-		checked, iss := env().Compile(r.AllowIf)
-		if iss != nil && iss.Err() != nil {
-			e := &Error{Rule: i, Field: "allow_if", Msg: iss.Err().Error()}
-			if errs := iss.Errors(); len(errs) > 0 {
-				e.Msg = errs[0].Message
-				if loc := errs[0].Location; loc != nil && loc.Column() >= 0 {
-					e.Column = loc.Column() + 1
-				}
+		if c.cond, err = env.Compile(r.AllowIf); err != nil {
+			e := &Error{Rule: i, Field: "allow_if", Msg: err.Error()}
+			if ce := (*cond.Error)(nil); errors.As(err, &ce) {
+				e.Column, e.Msg = ce.Column, ce.Msg
 			}
 			return nil, e
-		}
-		if !checked.OutputType().IsExactType(cel.BoolType) {
-			return nil, &Error{Rule: i, Field: "allow_if", Msg: "is a " + checked.OutputType().String() + ", not a condition (true or false)"}
-		}
-		est, err := env().EstimateCost(checked, argSizes{})
-		if err != nil {
-			return nil, &Error{Rule: i, Field: "allow_if", Msg: "its cost cannot be estimated: " + err.Error()}
-		}
-		if est.Max > CostLimit {
-			return nil, &Error{Rule: i, Field: "allow_if", Msg: fmt.Sprintf("may cost up to %d, more than the %d a condition may (loops over arguments up to 1 MiB add up)", est.Max, CostLimit)}
-		}
-		if c.prg, err = env().Program(checked, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100)); err != nil {
-			return nil, &Error{Rule: i, Field: "allow_if", Msg: err.Error()}
 		}
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// argSizes sizes every string, list and map in the arguments at most
-// maxArgBytes, which is what the estimate may assume of them.
-type argSizes struct{}
-
-func (argSizes) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
-	if n.ComputedSize() != nil {
-		return nil // a constant, or made of them: CEL knows its size
-	}
-	s := cost.RangedSizeEstimate(0, maxArgBytes)
-	return &s
-}
-
-func (argSizes) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
-	return nil
 }
 
 // Call is what a condition is evaluated over.
@@ -182,18 +132,18 @@ func Decide(rules []*Compiled, c Call) Decision {
 			continue
 		}
 		d := Decision{Rule: r.index, Reason: r.reason}
-		if r.prg == nil {
+		if r.cond == nil {
 			d.Approve = true
 			return d
 		}
 		ok, err := r.allows(c)
 		switch {
 		case err != nil:
-			d.Refused = fmt.Sprintf("tool %s is refused: the condition of rule %d of this server (%s) could not be evaluated for these arguments: %v", c.Tool, r.index, r.expr, err)
+			d.Refused = fmt.Sprintf("tool %s is refused: the condition of rule %d of this server (%s) could not be evaluated for these arguments: %v", c.Tool, r.index, r.cond.Expr, err)
 		case !ok:
 			why := r.reason
 			if why == "" {
-				why = "its condition " + r.expr + " is false for these arguments"
+				why = "its condition " + r.cond.Expr + " is false for these arguments"
 			}
 			d.Refused = fmt.Sprintf("tool %s is refused by rule %d of this server: %s", c.Tool, r.index, why)
 		default:
@@ -212,19 +162,11 @@ func (r *Compiled) allows(c Call) (bool, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	out, _, err := r.prg.Eval(map[string]any{
+	return r.cond.Holds(map[string]any{
 		"args":      args,
 		"tool":      map[string]string{"server": c.Server, "name": c.Tool},
 		"client":    map[string]string{"name": c.Client, "profile": c.Profile},
 		"execution": map[string]any{"calls": int64(c.Calls), "language": c.Language},
 		"now":       c.Now,
 	})
-	if err != nil {
-		return false, err
-	}
-	b, ok := out.Value().(bool)
-	if !ok {
-		return false, fmt.Errorf("the condition gave %v, not true or false", out.Value())
-	}
-	return b, nil
 }
