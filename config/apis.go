@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/cruciblehq/crucible/httprule"
 )
 
 // API is an HTTP API the code may call, described for the model and
@@ -33,10 +35,13 @@ type API struct {
 
 // APIRule is one rule: "METHOD /path/pattern" in Allow or in Deny. METHOD
 // is an HTTP method or * (any); in the pattern, * matches one path
-// segment (or the rest of one) and a final /** any number of segments.
+// segment (or the rest of one) and a final /** any number of segments. If
+// is a CEL condition over the request (package httprule): the rule allows,
+// or denies, only a request for which it holds.
 type APIRule struct {
 	Allow string `yaml:"allow,omitempty"`
 	Deny  string `yaml:"deny,omitempty"`
+	If    string `yaml:"if,omitempty"`
 }
 
 // Compiled on first use, not by every process of the binary at its start.
@@ -91,6 +96,11 @@ func (c *Config) validateAPIs() error {
 			}
 			if _, _, err := ParseAPIRule(r.Allow + r.Deny); err != nil {
 				return fieldErrorf(key, "%v", err)
+			}
+			if r.If != "" {
+				if _, err := httprule.Conditions.Compile(r.If); err != nil {
+					return fieldErrorf(key+".if", "%s", conditionError(err))
+				}
 			}
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/callrule"
+	"github.com/cruciblehq/crucible/cond"
 	"github.com/cruciblehq/crucible/glob"
 )
 
@@ -393,7 +394,7 @@ func validateServer(name string, s *Server) error {
 		if errors.As(err, &ce) {
 			msg := ce.Msg
 			if ce.Column > 0 {
-				msg = fmt.Sprintf("at character %d of the condition: %s", ce.Column, msg)
+				msg = conditionError(&cond.Error{Column: ce.Column, Msg: ce.Msg})
 			}
 			return fieldErrorf(fmt.Sprintf("%s[%d].%s", key("rules"), ce.Rule, ce.Field), "%s", msg)
 		}
@@ -819,4 +820,13 @@ func quote(s string) string {
 		return strconv.Quote(s[:max]) + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// conditionError says where a CEL condition fails to load.
+func conditionError(err error) string {
+	var ce *cond.Error
+	if errors.As(err, &ce) && ce.Column > 0 {
+		return fmt.Sprintf("at character %d of the condition: %s", ce.Column, ce.Msg)
+	}
+	return err.Error()
 }

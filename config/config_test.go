@@ -243,7 +243,7 @@ func TestLoadFull(t *testing.T) {
 		t.Errorf("Load(full.yaml).Secrets = %+v; want %+v", c.Secrets, wantSecrets)
 	}
 	wantAPIs := map[string]API{"github": {Description: "GitHub's REST API", Hosts: []string{"api.github.com"}, Secrets: []string{"GITHUB_TOKEN"},
-		Docs: "/etc/crucible/github-openapi.json", Rules: []APIRule{{Allow: "GET /repos/**"}, {Deny: "DELETE /**"}}}}
+		Docs: "/etc/crucible/github-openapi.json", Rules: []APIRule{{Allow: "GET /repos/**"}, {Allow: "POST /repos/{owner}/{repo}/issues", If: `request.params.owner == "acme"`}, {Deny: "DELETE /**"}}}}
 	if !reflect.DeepEqual(c.APIs, wantAPIs) {
 		t.Errorf("Load(full.yaml).APIs = %+v; want %+v", c.APIs, wantAPIs)
 	}
@@ -331,6 +331,8 @@ func TestParseErrors(t *testing.T) {
 		{"servers:\n  gh:\n    command: x\n    approval_timeout: 25h\n", `c.yaml:4: servers["gh"].approval_timeout: must be at most 24h (0 means 2m), not 25h0m0s`},
 		{"servers:\n  gh:\n    command: x\n    rules: [{tools: [x], allow_if: ''}]\n", `c.yaml:4: servers["gh"].rules[0].allow_if: is empty (give a condition, e.g. args.owner == "acme", or approve: true)`},
 		{"servers: [gh]\n", `c.yaml:1: servers: must be a mapping, not a list`},
+		{"apis:\n  gh:\n    hosts: [x.test]\n    rules:\n      - allow: GET /x\n        if: 'request.query.q =='\n", `c.yaml:6: apis["gh"].rules[0].if: at character 19 of the condition: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}`},
+		{"apis:\n  gh:\n    hosts: [x.test]\n    rules:\n      - allow: GET /x\n        if: 'args.x == 1'\n", `c.yaml:6: apis["gh"].rules[0].if: at character 1 of the condition: undeclared reference to 'args'`},
 		{"tools:\n  max_calls: 0\n", `c.yaml:2: tools.max_calls: must be between 1 and 100000, not 0`},
 		{"tools:\n  max_arg_size: 1\n", `c.yaml:2: tools.max_arg_size: must be between 1KiB and 64MiB, not 1B`},
 		{"tools:\n  max_result_size: 1GiB\n", `c.yaml:2: tools.max_result_size: must be between 1KiB and 64MiB, not 1GiB`},

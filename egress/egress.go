@@ -154,6 +154,10 @@ type Options struct {
 	// Secrets' CA and Roots (Secrets may hold no secret at all); without
 	// Secrets, it is refused. It must be safe for concurrent use.
 	HTTP func(name string, port uint16) []*httprule.Set
+	// Client, when set, names whom the jail's execution runs for, as the
+	// HTTP rules' conditions see it (client.name); "" for no one. It must
+	// be safe for concurrent use.
+	Client func() string
 }
 
 // Secrets are what the stack needs to let the jail use credentials it never

@@ -57,6 +57,8 @@ type proxy struct {
 	// (mitm.go).
 	secrets *Secrets
 	http    func(name string, port uint16) []*httprule.Set // see rules.go
+	client  func() string                                  // nil: no one
+	names   func(string) string                            // placeholders as ${NAME}, for rules; nil without secrets
 
 	sent, recv atomic.Int64 // bytes of the whole execution, each way
 	held       atomic.Int64 // bytes of request bodies held to be signed (sign.go)
@@ -75,8 +77,11 @@ func newProxy(o *Options) *proxy {
 	p := &proxy{
 		ctx: ctx, cancel: cancel,
 		policy: o.Policy, report: o.Report, lookup: o.Lookup, dial: o.Dial,
-		limits: o.Limits, secrets: o.Secrets, http: o.HTTP,
+		limits: o.Limits, secrets: o.Secrets, http: o.HTTP, client: o.Client,
 		conns: map[net.Conn]bool{},
+	}
+	if o.Secrets != nil && o.HTTP != nil {
+		p.names = placeholderNames(o.Secrets.Set)
 	}
 	if p.report == nil {
 		p.report = func(Event) {}

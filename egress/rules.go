@@ -10,8 +10,10 @@ package egress
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/cruciblehq/crucible/httprule"
+	"github.com/cruciblehq/crucible/secrets"
 )
 
 // rulesFor returns the rules that judge this connection's requests, nil
@@ -44,9 +46,14 @@ func (f *flow) judge(req *http.Request) bool {
 			return false
 		}
 	}
+	r := httprule.Request{Method: req.Method, Header: req.Header, Names: f.p.names}
+	if f.p.client != nil {
+		r.Client = f.p.client()
+	}
 	for _, s := range f.rules {
 		for _, t := range targets {
-			if v := s.Check(req.Method, t, req.Header); !v.Allow {
+			r.Target = t
+			if v := s.CheckRequest(r); !v.Allow {
 				f.p.report(Event{Kind: KindHTTP, Name: f.target(), Port: f.dst.Port(), Reason: v.Reason, Rule: v.Rule})
 				f.refuse(v.Reason, true, http.StatusForbidden)
 				return false
@@ -54,4 +61,19 @@ func (f *flow) judge(req *http.Request) bool {
 		}
 	}
 	return true
+}
+
+// placeholderNames writes each placeholder of set in a text as ${NAME}:
+// what the rules' conditions see of secrets.
+func placeholderNames(set *secrets.Set) func(string) string {
+	if set == nil {
+		return nil
+	}
+	var pairs []string
+	for _, name := range set.Names() {
+		if ph, ok := set.Placeholder(name); ok {
+			pairs = append(pairs, ph, "${"+name+"}")
+		}
+	}
+	return strings.NewReplacer(pairs...).Replace
 }

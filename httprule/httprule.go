@@ -26,6 +26,11 @@
 //   - The query plays no part in the path. A target with a '#' is refused:
 //     HTTP sends no fragment (RFC 9112), and a server or relay that keeps
 //     one reads the path and query otherwise than a reader that stops there.
+//   - A rule may have a condition (CEL, package cond) over the request: an
+//     allow rule allows, and a deny rule denies, only a request for which
+//     it holds. A condition that cannot be evaluated allows nothing and
+//     denies: fail closed. It is judged for each method and each reading of
+//     the path, as the rule is.
 package httprule
 
 import (
@@ -36,6 +41,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"cel.dev/cel-go/cel"
+	"github.com/cruciblehq/crucible/cond"
 )
 
 // Rule is one rule as written: "METHOD /path/pattern", allowing or
@@ -47,7 +55,28 @@ import (
 type Rule struct {
 	Deny bool
 	Text string
+	If   string // a condition over the request (see Conditions); "" for none
 }
+
+// Conditions are what a rule's If may use:
+//
+//   - request.method: the method judged (an override's, for the method it
+//     names), upper case;
+//   - request.path: the path judged, normalized (see [Normalize]);
+//   - request.params: the path's segments that the rule's pattern names
+//     {name}, decoded (lower case for a deny rule, which matches paths
+//     regardless of case);
+//   - request.query: the query's parameters, names and values decoded; a
+//     condition refuses a query that gives a name more than once, which
+//     servers read differently;
+//   - request.headers: the header's fields by lower-case name ('_' read as
+//     '-'), repeated fields joined by ", ", each secret's placeholder
+//     written as ${NAME};
+//   - client.name, client.profile: whose execution sends the request.
+var Conditions = cond.NewEnv(
+	cel.Variable("request", cel.MapType(cel.StringType, cel.DynType)),
+	cel.Variable("client", cel.MapType(cel.StringType, cel.StringType)),
+)
 
 // Set is one API's compiled rules. A nil Set allows everything.
 type Set struct {
@@ -59,8 +88,10 @@ type rule struct {
 	deny   bool
 	method string   // upper case, or * for any
 	segs   []string // decoded; lower case for a deny rule
+	params []string // the name of each {name} segment, "" for the others
 	rest   bool     // ends in /**
 	text   string   // as written, for reasons
+	cond   *cond.Cond
 }
 
 // Verdict is a judgement of one request.
@@ -99,13 +130,21 @@ func Compile(api string, rules []Rule) (*Set, error) {
 			if err != nil || strings.ContainsAny(seg, "/\\") || seg == "." || seg == ".." {
 				return nil, fmt.Errorf("%q: the segment %q is not a path segment", r.Text, raw)
 			}
+			param := ""
 			if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
-				seg = "*"
+				seg, param = "*", seg[1:len(seg)-1]
 			}
+			c.params = append(c.params, param)
 			if c.deny {
 				seg = strings.ToLower(seg)
 			}
 			c.segs = append(c.segs, seg)
+		}
+		if r.If != "" {
+			var err error
+			if c.cond, err = Conditions.Compile(r.If); err != nil {
+				return nil, fmt.Errorf("%q: its condition: %w", r.Text, err)
+			}
 		}
 		s.rules = append(s.rules, c)
 	}
@@ -117,11 +156,30 @@ func Compile(api string, rules []Rule) (*Set, error) {
 var overrides = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
 
 // Check judges a request: its method, its request target as sent (a path,
-// or an absolute URL), and its header.
+// or an absolute URL), and its header; for no client, as sent.
 func (s *Set) Check(method, target string, h http.Header) Verdict {
+	return s.CheckRequest(Request{Method: method, Target: target, Header: h})
+}
+
+// Request is a request as CheckRequest judges it.
+type Request struct {
+	Method string
+	Target string // as sent: a path, or an absolute URL
+	Header http.Header
+	// Client and Profile are whose execution sends it ("" for none).
+	Client, Profile string
+	// Names writes each secret's placeholder in a text as ${NAME}; nil
+	// leaves texts as they are.
+	Names func(string) string
+}
+
+// CheckRequest judges r: see the package's comment.
+func (s *Set) CheckRequest(r Request) Verdict {
 	if s == nil || len(s.rules) == 0 {
 		return Verdict{Allow: true}
 	}
+	method, target, h := r.Method, r.Target, r.Header
+	f := &facts{r: r}
 	strict, lax, err := Normalize(target)
 	if err != nil {
 		return Verdict{Reason: fmt.Sprintf("the API %s refuses %s %s: %v", s.api, method, truncate(target), err)}
@@ -155,7 +213,7 @@ func (s *Set) Check(method, target string, h http.Header) Verdict {
 	}
 	for _, m := range methods {
 		for _, p := range [][]string{strict, lax} {
-			if v := s.judge(m.method, p); !v.Allow {
+			if v := s.judge(m.method, p, f); !v.Allow {
 				if m.by != "" {
 					v.Reason += " (" + m.method + " is the method that " + m.by + " names)"
 				}
@@ -200,7 +258,7 @@ func unescape(s string) string {
 }
 
 // judge judges one method on one reading of a path.
-func (s *Set) judge(method string, segs []string) Verdict {
+func (s *Set) judge(method string, segs []string, f *facts) Verdict {
 	folded := make([]string, len(segs))
 	for i, seg := range segs {
 		folded[i] = strings.ToLower(seg)
@@ -209,26 +267,121 @@ func (s *Set) judge(method string, segs []string) Verdict {
 	// case on every request to the API, does not pay to format it.
 	what := func() string { return method + " " + truncate(Format(segs)) }
 	for _, r := range s.rules {
-		if r.deny && r.matches(method, folded) {
-			return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: its rule deny %q matches", s.api, what(), r.text),
-				Rule: s.api + ": deny " + r.text}
+		if !r.deny || !r.matches(method, folded) {
+			continue
 		}
+		held, why := r.holds(method, folded, f)
+		if !held && why == "" {
+			continue // its condition is false
+		}
+		reason := fmt.Sprintf("the API %s refuses %s: its rule deny %q matches", s.api, what(), r.text)
+		if why != "" {
+			reason += " (and its condition could not be evaluated: " + why + ")"
+		}
+		return Verdict{Reason: reason, Rule: s.api + ": deny " + r.text}
 	}
 	var allowed []string
+	unmet := ""
 	for _, r := range s.rules {
 		if r.deny {
 			continue
 		}
 		if r.matches(method, segs) {
-			return Verdict{Allow: true}
+			held, why := r.holds(method, segs, f)
+			if held {
+				return Verdict{Allow: true}
+			}
+			if unmet == "" {
+				if why == "" {
+					why = "is false"
+				} else {
+					why = "could not be evaluated: " + why
+				}
+				unmet = fmt.Sprintf("; %q matches, but its condition %s %s", r.text, truncate(r.cond.Expr), why)
+			}
 		}
 		allowed = append(allowed, r.text)
 	}
 	if len(allowed) == 0 {
 		return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: it has no allow rule", s.api, what())}
 	}
-	return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: no allow rule matches (it allows %s)",
-		s.api, what(), truncate(strings.Join(allowed, ", ")))}
+	return Verdict{Reason: fmt.Sprintf("the API %s refuses %s: no allow rule matches (it allows %s)%s",
+		s.api, what(), truncate(strings.Join(allowed, ", ")), unmet)}
+}
+
+// holds says whether r's condition holds for the request f on segs, the
+// path judged: true for no condition; false and why for one that could
+// not be evaluated.
+func (r *rule) holds(method string, segs []string, f *facts) (held bool, why string) {
+	if r.cond == nil {
+		return true, ""
+	}
+	vars, err := f.vars(method, segs, r)
+	if err == nil {
+		if held, err = r.cond.Holds(vars); err == nil {
+			return held, ""
+		}
+	}
+	return false, truncate(err.Error())
+}
+
+// facts are what conditions see of a request, read from it once, when a
+// condition first asks.
+type facts struct {
+	r        Request
+	read     bool
+	query    map[string]string
+	repeated string // a query parameter given more than once
+	headers  map[string]string
+}
+
+// vars are the variables of r's condition on the path segs.
+func (f *facts) vars(method string, segs []string, r *rule) (map[string]any, error) {
+	if !f.read {
+		f.read = true
+		f.query = map[string]string{}
+		if _, q, ok := strings.Cut(f.r.Target, "?"); ok {
+			for pair := range strings.FieldsFuncSeq(q, func(r rune) bool { return r == '&' || r == ';' }) {
+				k, v, _ := strings.Cut(pair, "=")
+				k, v = f.name(unescape(k)), f.name(unescape(v))
+				if _, dup := f.query[k]; dup && f.repeated == "" {
+					f.repeated = k
+				}
+				f.query[k] = v
+			}
+		}
+		f.headers = map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(f.r.Header)) {
+			name := strings.ReplaceAll(strings.ToLower(k), "_", "-")
+			for _, v := range f.r.Header[k] {
+				if old, ok := f.headers[name]; ok {
+					v = old + ", " + v
+				}
+				f.headers[name] = f.name(v)
+			}
+		}
+	}
+	if f.repeated != "" {
+		return nil, fmt.Errorf("the query gives the parameter %q more than once, which servers read differently", truncate(f.repeated))
+	}
+	params := map[string]string{}
+	for i, name := range r.params {
+		if name != "" && i < len(segs) {
+			params[name] = segs[i]
+		}
+	}
+	return map[string]any{
+		"request": map[string]any{"method": method, "path": Format(segs), "params": params, "query": f.query, "headers": f.headers},
+		"client":  map[string]string{"name": f.r.Client, "profile": f.r.Profile},
+	}, nil
+}
+
+// name writes the placeholders in t as their secrets' names.
+func (f *facts) name(t string) string {
+	if f.r.Names == nil {
+		return t
+	}
+	return f.r.Names(t)
 }
 
 func (r *rule) matches(method string, segs []string) bool {

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"os"
@@ -201,5 +203,30 @@ func TestApprovalStateOwnClient(t *testing.T) {
 	done, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: args, RequestState: res.RequestState, InputResponses: accept})
 	if err != nil || done.IsError || !strings.Contains(text(done), "Echo: mine") {
 		t.Errorf("the asker's retry: %v %s", err, text(done))
+	}
+}
+
+// A rule's condition sees the client: over HTTP, "token:" and the first 16
+// hex digits of its token's SHA-256. Token A's executions may echo, token
+// B's may not.
+func TestRuleSeesClient(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	node := testenv.NeedTool(t, "node")
+	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(main); err != nil {
+		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
+	}
+	sum := sha256.Sum256([]byte(tokenA))
+	s := newServer(t, func(c *config.Config) {
+		c.Servers = map[string]config.Server{"ev": {Command: node, Args: []string{main},
+			Rules: []config.CallRule{{Tools: []string{"echo"}, AllowIf: `client.name == "token:` + hex.EncodeToString(sum[:8]) + `" && execution.language == "ts"`}}}}
+	})
+	url := serveHTTP(t, s)
+	for token, want := range map[string]string{tokenA: `"Echo: x"`, tokenB: "refused"} {
+		_, out := execute(t, connectHTTP(t, url, token, ""), map[string]any{
+			"code": `try { return await tools.ev.echo({ message: "x" }) } catch (e) { return "refused: " + e.message }`})
+		if out == nil || !strings.Contains(string(out.Result), want) {
+			t.Errorf("token %.6s: %+v, want %q", token, out, want)
+		}
 	}
 }

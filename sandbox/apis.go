@@ -41,7 +41,7 @@ func compileAPIs(cfg *config.Config) ([]apiRules, error) {
 		}
 		rules := make([]httprule.Rule, len(a.Rules))
 		for i, r := range a.Rules {
-			rules[i] = httprule.Rule{Deny: r.Deny != "", Text: r.Allow + r.Deny}
+			rules[i] = httprule.Rule{Deny: r.Deny != "", Text: r.Allow + r.Deny, If: r.If}
 		}
 		set, err := httprule.Compile(name, rules)
 		if err != nil {

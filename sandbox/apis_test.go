@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/toolbridge"
 )
 
 // What an execution gets of the apis section: every API's hosts allowed,
@@ -32,6 +34,12 @@ func TestExecutionAPIs(t *testing.T) {
 	}
 	if x.spec.Network == nil {
 		t.Fatal("no network: the APIs' hosts must be reachable without network.allow")
+	}
+	// The rules' conditions see whom the execution runs for, once it
+	// begins (a pooled jail's network is attached before that).
+	x.begin(audit.Execution{}, toolbridge.Caller{Client: "token:0123"})
+	if got := x.net.who(); got != "token:0123" {
+		t.Errorf("the network's rules see client %q", got)
 	}
 	n := x.secrets.network(apiNetwork(cfg))
 	for _, h := range []string{"api.github.com", "uploads.github.com", "open.example.com", "vault.example.com", "own.example.com"} {

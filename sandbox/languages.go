@@ -6,6 +6,7 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/lang"
+
 	// The languages that `crucible run` offers register themselves.
 	_ "github.com/cruciblehq/crucible/lang/deno"
 	_ "github.com/cruciblehq/crucible/lang/js"

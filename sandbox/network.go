@@ -73,6 +73,7 @@ type netLog struct {
 
 	mu      sync.Mutex
 	exec    string // the execution's id, once it has begun
+	client  string // whom it runs for
 	use     NetworkUse
 	lines   int
 	refused violations
@@ -87,10 +88,17 @@ func newNetLog(w *audit.Writer) *netLog {
 // begin names the execution the decisions belong to. A warm jail's network
 // exists before its work; nothing in it runs, so nothing is decided, until
 // then.
-func (l *netLog) begin(exec string) {
+func (l *netLog) begin(exec, client string) {
 	l.mu.Lock()
-	l.exec = exec
+	l.exec, l.client = exec, client
 	l.mu.Unlock()
+}
+
+// who is whom the execution runs for, as HTTP rules' conditions see it.
+func (l *netLog) who() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.client
 }
 
 func (l *netLog) report(e egress.Event) {
@@ -207,6 +215,7 @@ func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *exe
 		opts.Secrets = sec.egress()
 		if len(sec.apis) > 0 {
 			opts.HTTP = sec.rulesFor
+			opts.Client = log.who
 		}
 	}
 	if n.Resolver != "" {

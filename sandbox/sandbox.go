@@ -127,8 +127,9 @@ type execution struct {
 	report         bytes.Buffer  // what the runner wrote on fd 3
 	released       sync.Once
 
-	ev    audit.Execution // set by begin
-	began time.Time
+	ev     audit.Execution // set by begin
+	began  time.Time
+	caller toolbridge.Caller
 }
 
 func newExecution(spec *jail.Spec, o Options, program bool) *execution {
@@ -197,7 +198,7 @@ func (x *execution) attach(cfg *config.Config) error {
 	}
 	if x.ev.Exec != "" {
 		// A one-shot execution has begun already: its decisions are its own.
-		x.net.begin(x.ev.Exec)
+		x.net.begin(x.ev.Exec, x.caller.Client)
 	}
 	return err
 }
@@ -233,9 +234,9 @@ func (x *execution) protect() {
 // its id, and its duration counts from here (not from a warm jail's birth).
 func (x *execution) begin(ev audit.Execution, caller toolbridge.Caller) {
 	ev.Exec = newID()
-	x.ev, x.began = ev, time.Now()
+	x.ev, x.began, x.caller = ev, time.Now(), caller
 	if x.net != nil {
-		x.net.begin(ev.Exec)
+		x.net.begin(ev.Exec, caller.Client)
 	}
 	if x.tools != nil {
 		x.tools.serve(ev.Exec, caller)

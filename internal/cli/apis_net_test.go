@@ -217,3 +217,67 @@ r = c.getresponse(); print("py override", r.status, r.read().decode().strip())
 		t.Errorf("http violations over HTTPS and HTTP: %v, want 5 and 6:\n%s", byPort, dump(r))
 	}
 }
+
+// Attack: an API whose rules have conditions, called for real over HTTPS
+// with the secret. Issues only in the acme org, with the token; searches
+// only of acme's repositories. The code tries another owner, an owner
+// that a lax server splits, and a query that names the repository twice;
+// each is refused with a 403 that names the rule's condition, reaches
+// the API not at all, and is recorded as a violation of kind http.
+func TestAttackAPIConditions(t *testing.T) {
+	f := newAPIFix(t)
+	audit := filepath.Join(t.TempDir(), "audit.ndjson")
+	yaml := fmt.Sprintf(`network:
+  hosts:
+    %[1]s: 127.0.0.1
+  allow_private: [127.0.0.0/8]
+  resolver: %[3]s
+  upstream_ca: %[4]s
+secrets:
+  TOKEN:
+    from: env:CRUCIBLE_TEST_TOKEN
+apis:
+  github:
+    hosts: [%[1]s:%[2]d]
+    secrets: [TOKEN]
+    rules:
+      - allow: "POST /repos/{owner}/{repo}/issues"
+        if: 'request.params.owner == "acme" && request.headers.authorization == "Bearer ${TOKEN}"'
+      - allow: GET /search
+        if: 'request.query.q.startsWith("repo:acme/")'
+`, svcName, f.https, f.dns, f.upstreamCA)
+	base := fmt.Sprintf("https://%s:%d", svcName, f.https)
+	script := `W=' code=%{http_code}\n'
+curl -sS -w "$W" -X POST -H "Authorization: Bearer $TOKEN" -d '{}' ` + base + `/repos/acme/widgets/issues
+curl -sS -w "$W" -X POST -H "Authorization: Bearer $TOKEN" -d '{}' ` + base + `/repos/evil/widgets/issues
+curl -sS -w "$W" -X POST -H "Authorization: Bearer other" -d '{}' ` + base + `/repos/acme/widgets/issues
+curl -sS -w "$W" -X POST -H "Authorization: Bearer $TOKEN" -d '{}' ` + base + `/repos/acme%2F..%2Fevil/widgets/issues
+curl -sS -w "$W" '` + base + `/search?q=repo:acme/widgets'
+curl -sS -w "$W" '` + base + `/search?q=repo:acme/widgets&q=repo:evil/secrets'
+`
+	r := jailSh(t, script, append(f.config(t, yaml), "--audit", audit)...)
+	noValue(t, r, audit)
+	for _, want := range []string{
+		"ok POST /repos/acme/widgets/issues\n code=200\n",
+		`crucible: the API github refuses POST /repos/evil/widgets/issues: no allow rule matches (it allows POST /repos/{owner}/{repo}/issues, GET /search); "POST /repos/{owner}/{repo}/issues" matches, but its condition request.params.owner == "acme" && request.headers.authorization == "Bearer ${TOKEN}" is false` + "\n code=403\n",
+		"crucible: the API github refuses POST /repos/acme/widgets/issues: no allow rule matches",
+		"crucible: the API github refuses POST /repos/acme%2F..%2Fevil/widgets/issues: no allow rule matches",
+		"ok GET /search?q=repo:acme/widgets\n code=200\n",
+		`crucible: the API github refuses GET /search: no allow rule matches (it allows POST /repos/{owner}/{repo}/issues, GET /search); "GET /search" matches, but its condition request.query.q.startsWith("repo:acme/") could not be evaluated: the query gives the parameter "q" more than once`,
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("want %q in:\n%s", want, dump(r))
+		}
+	}
+	want := []string{"POST /repos/acme/widgets/issues Bearer " + tokenValue, "GET /search?q=repo:acme/widgets "}
+	if got := f.received(); !slices.Equal(got, want) {
+		t.Errorf("the API received %q, want only %q", got, want)
+	}
+	n := 0
+	for _, v := range httpViolations(r) {
+		n += v.Count
+	}
+	if n != 4 {
+		t.Errorf("%d http violations, want 4:\n%s", n, dump(r))
+	}
+}
