@@ -287,8 +287,9 @@ type ToolFilter struct {
 
 // Tools bounds one execution's tool calls.
 type Tools struct {
-	// MaxCalls is the most tool calls (and resource reads, and
-	// tools.apis searches) of one execution. Default 50; 1 to 100000.
+	// MaxCalls is the most tool calls (and resource reads, tools.apis
+	// searches, and tools.list() listings past the first) of one
+	// execution. Default 50; 1 to 100000.
 	MaxCalls int `yaml:"max_calls"`
 	// MaxArgSize bounds the JSON of one call's arguments, and
 	// MaxResultSize the JSON of one call's result. Defaults 1MiB; 1KiB to

@@ -302,11 +302,7 @@ func (c *toolChannel) handle(req request, slot int) response {
 		if req.Query != "" {
 			// A search is the host's work: it counts as a call.
 			if cerr := c.sess.Count("tools.apis"); cerr != nil {
-				var refusal *toolbridge.Refusal
-				errors.As(cerr, &refusal)
-				res.Error = &responseError{Kind: violation.Limit, Message: refusal.Reason}
-				c.violate(violation.Violation{Kind: violation.Limit, Reason: refusal.Reason})
-				return res
+				return c.limited(res, cerr)
 			}
 			list, err = c.apis.Find(c.ctx, req.Query)
 		} else {
@@ -330,6 +326,10 @@ func (c *toolChannel) handle(req request, slot int) response {
 	}
 	switch req.Method {
 	case "list":
+		// The tools' list is the host's work too: the first is free.
+		if cerr := c.sess.CountList(); cerr != nil {
+			return c.limited(res, cerr)
+		}
 		tools, lerr := c.sess.Tools(c.ctx)
 		if lerr != nil && len(tools) == 0 {
 			err = lerr
@@ -405,6 +405,15 @@ func (c *toolChannel) audited(exec string, caller toolbridge.Caller) toolbridge.
 // noApprover is why a call that needs approval was refused when the
 // execution's caller gave no way to ask.
 const noApprover = "this execution has no one to ask (crucible serve asks its MCP client; crucible run and exec approve only with --approve-all)"
+
+// limited answers res with err, a limit the execution reached (a
+// *toolbridge.Refusal), and counts it.
+func (c *toolChannel) limited(res response, err error) response {
+	msg := err.Error()
+	res.Error = &responseError{Kind: violation.Limit, Message: msg}
+	c.violate(violation.Violation{Kind: violation.Limit, Reason: msg})
+	return res
+}
 
 // violate counts a refusal, one entry per kind and reason (the reasons name
 // what the code asked for: past maxNetViolations of them, one entry per

@@ -223,6 +223,7 @@ type Session struct {
 
 	mu     sync.Mutex
 	calls  int
+	listed bool   // the session has listed the tools once
 	group  string // the first group called, "" until then
 	caller Caller
 }
@@ -319,6 +320,20 @@ func (s *Session) Count(what string) error {
 	}
 	s.calls++
 	return nil
+}
+
+// CountList counts a listing of the tools: the first of an execution is
+// free (the runners list once, to map the names the code calls tools by),
+// each one after it counts as a call, as Count.
+func (s *Session) CountList() error {
+	s.mu.Lock()
+	first := !s.listed
+	s.listed = true
+	s.mu.Unlock()
+	if first {
+		return nil
+	}
+	return s.Count("tools.list")
 }
 
 // Call calls tool on the named server with args (a JSON object; empty means

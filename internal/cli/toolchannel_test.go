@@ -208,14 +208,18 @@ func auditLines(t *testing.T, file, event string) []map[string]any {
 	return out
 }
 
-// The call limit refuses the calls past it, each a limit violation; an
-// oversized request line ends the channel, with a violation.
+// The call limit refuses the calls past it, each a limit violation, and
+// the listings of the tools past the first; an oversized request line ends
+// the channel, with a violation.
 func TestToolChannelLimits(t *testing.T) {
 	requireRoot(t)
 	cfg, dir := everythingConfig(t, "tools: {max_calls: 2, max_arg_size: 1KiB}\n")
 	prog := program(t, dir, "p.py", rawClient+`
 send(*[{"id": i, "method": "call", "server": "ev", "tool": "echo", "args": {"message": str(i)}} for i in range(1, 4)])
 a = answers(3)
+print(json.dumps(sorted(x.get("error", {}).get("kind", "ok") for x in a.values())))
+send({"id": 50, "method": "list"}, {"id": 51, "method": "list"})  # the first is free
+a = answers(2)
 print(json.dumps(sorted(x.get("error", {}).get("kind", "ok") for x in a.values())))
 for i in range(100, 1200):  # refused calls in a loop: listed only so far
     send({"id": i, "method": "call", "server": "ev", "tool": "echo", "args": {}})
@@ -228,7 +232,7 @@ except ConnectionResetError:
     print(json.dumps(""))  # ...or its reset: our line was not all read
 `)
 	r := jsonRun(t, "", "exec", "--json", "--config", cfg, "--ro", dir, "--", "python3", prog)
-	if r.ExitCode != 0 || r.Stdout != "[\"limit\", \"ok\", \"ok\"]\n\"\"\n" {
+	if r.ExitCode != 0 || r.Stdout != "[\"limit\", \"ok\", \"ok\"]\n[\"limit\", \"ok\"]\n\"\"\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", r.ExitCode, r.Stdout, r.Stderr)
 	}
 	if len(r.ToolCalls) != 2+1000 {
@@ -238,7 +242,8 @@ except ConnectionResetError:
 	for _, v := range r.Violations {
 		kinds = append(kinds, fmt.Sprintf("%s (%d): %s", v.Kind, v.Count, v.Reason))
 	}
-	if len(kinds) != 2 || !strings.HasPrefix(kinds[0], "limit (1101): ") || !strings.Contains(kinds[0]+kinds[1], "2 tool calls") || !strings.Contains(kinds[0]+kinds[1], "channel was closed") {
+	if all := strings.Join(kinds, "\n"); len(kinds) != 3 || !strings.HasPrefix(kinds[0], "limit (1101): ") || !strings.Contains(all, "2 tool calls") ||
+		!strings.Contains(all, "limit (1): tools.list: this execution has made its 2 tool calls and searches") || !strings.Contains(all, "channel was closed") {
 		t.Errorf("violations: %q", kinds)
 	}
 }
@@ -334,7 +339,7 @@ print(json.dumps({"seen": seen, "mine": mine, "theirs": "socket:[" + theirs + "]
 // with the kind, and are violations.
 func TestToolsTypeScript(t *testing.T) {
 	requireRoot(t)
-	cfg, _ := everythingConfig(t, "tools: {max_calls: 4}\n")
+	cfg, _ := everythingConfig(t, "tools: {max_calls: 5}\n")
 	r := runJSON(t, `
 const [echo, sum, sum2] = await Promise.all([
   tools.ev.echo({ message: "hi" }),
@@ -343,9 +348,9 @@ const [echo, sum, sum2] = await Promise.all([
 ]);
 const caught = async (p: Promise<unknown>) => p.then(() => "no error", (e) => e instanceof Error ? e.kind + ": " + e.message : "not an Error");
 const denied = await caught(tools.call("ev", "get-tiny-image", {}));
+const names = (await tools.list()).map((t) => t.name); // a call: the runner listed once already
 const fourth = await tools.ev.echo({ message: "4" });
 const fifth = await caught(tools.ev.echo({ message: "5" }));
-const names = (await tools.list()).map((t) => t.name);
 export default { echo, sums: [sum, sum2], denied, fourth, fifth, listed: names.includes("get-sum"), env: JSON.stringify(env) };
 `, "--config", cfg, "-")
 	if r.ExitCode != 0 {
@@ -362,7 +367,7 @@ export default { echo, sums: [sum, sum2], denied, fourth, fifth, listed: names.i
 	if got.Echo != "Echo: hi" || len(got.Sums) != 2 || !strings.Contains(got.Sums[0], "is 5") || !strings.Contains(got.Sums[1], "is 30") || got.Fourth != "Echo: 4" || !got.Listed {
 		t.Errorf("values: %+v", got)
 	}
-	if !strings.HasPrefix(got.Denied, "tool: tool get-tiny-image is denied") || !strings.HasPrefix(got.Fifth, "limit: this execution has made its 4 tool calls") {
+	if !strings.HasPrefix(got.Denied, "tool: tool get-tiny-image is denied") || !strings.HasPrefix(got.Fifth, "limit: this execution has made its 5 tool calls") {
 		t.Errorf("refusals: %q, %q", got.Denied, got.Fifth)
 	}
 	if strings.Contains(got.Env, toolCanary) {
@@ -390,7 +395,7 @@ export default { echo, sums: [sum, sum2], denied, fourth, fifth, listed: names.i
 // in flight at once; refusals raise ToolError with the kind.
 func TestToolsPython(t *testing.T) {
 	requireRoot(t)
-	cfg, _ := everythingConfig(t, "tools: {max_calls: 4}\n")
+	cfg, _ := everythingConfig(t, "tools: {max_calls: 5}\n")
 	r := runJSON(t, `import crucible, os
 from concurrent.futures import ThreadPoolExecutor
 tools = crucible.tools
@@ -405,9 +410,9 @@ def caught(f, *args, **kw):
     except crucible.ToolError as e:
         return e.kind + ": " + str(e)
 denied = caught(tools.call, "ev", "get-tiny-image")
+listed = "get-sum" in [t["name"] for t in tools.list()]  # a call: the runner listed once already
 fourth = tools.ev.echo(message="4")
 fifth = caught(tools.ev.echo, message="5")
-listed = "get-sum" in [t["name"] for t in tools.list()]
 crucible.result = {"values": values, "denied": denied, "fourth": fourth, "fifth": fifth, "listed": listed, "env": dict(os.environ)}
 `, "--lang", "py", "--config", cfg, "-")
 	if r.ExitCode != 0 {
@@ -425,7 +430,7 @@ crucible.result = {"values": values, "denied": denied, "fourth": fourth, "fifth"
 	if len(got.Values) != 3 || got.Values[0] != "Echo: hi" || !strings.Contains(got.Values[1], "is 5") || !strings.Contains(got.Values[2], "is 30") || got.Fourth != "Echo: 4" || !got.Listed {
 		t.Errorf("values: %+v", got)
 	}
-	if !strings.HasPrefix(got.Denied, "tool: tool get-tiny-image is denied") || !strings.HasPrefix(got.Fifth, "limit: this execution has made its 4 tool calls") {
+	if !strings.HasPrefix(got.Denied, "tool: tool get-tiny-image is denied") || !strings.HasPrefix(got.Fifth, "limit: this execution has made its 5 tool calls") {
 		t.Errorf("refusals: %q, %q", got.Denied, got.Fifth)
 	}
 	if strings.Contains(string(r.Result), toolCanary) || got.Env["CRUCIBLE_TOOLS_FD"] != "4" {

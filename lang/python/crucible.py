@@ -38,6 +38,7 @@ class _Channel:
         self._waiting = {}  # id -> [event, answer]
         self._end = None  # why the channel ended, once it has
         self._names = None  # server -> {python name: tool name}
+        self._listing = threading.Lock()  # held while _names is listed
 
     def _open(self):
         # With the lock held.
@@ -89,11 +90,14 @@ class _Channel:
         return a.get("result")
 
     def name(self, server, name):
-        if self._names is None:
-            names = {}
-            for t in self.request({"method": "list"}):
-                names.setdefault(t["server"], {})[t.get("js_name", t["name"])] = t["name"]
-            self._names = names
+        # Listed once, whatever the threads: each listing after the
+        # first counts against the execution's calls.
+        with self._listing:
+            if self._names is None:
+                names = {}
+                for t in self.request({"method": "list"}):
+                    names.setdefault(t["server"], {})[t.get("js_name", t["name"])] = t["name"]
+                self._names = names
         return self._names.get(server, {}).get(name, name)
 
 
