@@ -84,7 +84,7 @@ func compileRules(p Policy) (*rules, error) {
 
 // refuses returns why the rules refuse tool, or "".
 func (r *rules) refuses(tool string) string {
-	if (len(r.allow) > 0 || len(r.deny) > 0) && !glob.Clean(tool) {
+	if (len(r.allow) > 0 || len(r.deny) > 0 || len(r.calls) > 0) && !glob.Clean(tool) {
 		return fmt.Sprintf("tool %q has a name that this server's policy cannot match cleanly (only printable ASCII, no space)", tool)
 	}
 	if g := r.deny.Match(tool); g != nil {

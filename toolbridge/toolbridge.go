@@ -88,8 +88,8 @@ type Process struct {
 type Policy struct {
 	// Allow and Deny are globs of tool names (package glob: * any run,
 	// '/' included; ?, [a-z]). Deny wins; an empty Allow allows every
-	// tool not denied. With either, a name that is not printable ASCII is
-	// refused: it cannot be matched cleanly.
+	// tool not denied. With either, or with Rules, a name that is not
+	// printable ASCII is refused: it cannot be matched cleanly.
 	Allow, Deny []string
 	// Resources are globs of the resource URIs the code may read, as
 	// Allow and Deny are of tools. nil: every URI, unless Allow lists

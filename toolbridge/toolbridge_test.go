@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cruciblehq/crucible/callrule"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -154,6 +155,8 @@ func TestPolicyHoles(t *testing.T) {
 		{"a look-alike", Policy{Deny: []string{"delete_*"}}, "dеlete_/x", "cannot match cleanly", ""},
 		{"a zero-width joiner", Policy{Deny: []string{"delete_*"}}, "delete\u200d_/x", "cannot match cleanly", ""},
 		{"not listed, no policy", Policy{}, "rm_rf", `has no tool "rm_rf"`, ""},
+		{"a look-alike past a rule", Policy{Rules: []callrule.Rule{{Tools: []string{"delete_*"}, AllowIf: "false"}}}, "dеlete_/x", "cannot match cleanly", ""},
+		{"a rule on a name with /", Policy{Rules: []callrule.Rule{{Tools: []string{"*/delete_*"}, AllowIf: "false", Reason: "no deletions"}}}, "admin/delete_repo", "no deletions", ""},
 		{"resources opened", Policy{Allow: []string{"echo"}, Resources: &Filter{Allow: []string{"test://*"}}}, "echo", "", ""},
 		{"a resource denied", Policy{Resources: &Filter{Deny: []string{"test://hel*"}}}, "echo", "", `resource test://hello is denied by this server's policy (rule "test://hel*")`},
 		{"a resource not allowed", Policy{Resources: &Filter{Allow: []string{"file:///data/*"}}}, "echo", "", "not in this server's resources.allow list"},
