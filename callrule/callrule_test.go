@@ -125,3 +125,18 @@ func TestClientAndLanguage(t *testing.T) {
 		}
 	}
 }
+
+// The cost of a rule on a call: one condition over the arguments, the tool
+// and the execution, decided (bench/tools -rule measures it end to end).
+func BenchmarkDecide(b *testing.B) {
+	rules, err := Compile([]Rule{{Tools: []string{"echo"}, AllowIf: `size(args.message) < 1000 && tool.server == "ev" && execution.calls < 100000`}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := Call{Server: "ev", Tool: "echo", Args: []byte(`{"message": "hello"}`), Now: time.Now()}
+	for b.Loop() {
+		if d := Decide(rules, c); d.Refused != "" {
+			b.Fatal(d.Refused)
+		}
+	}
+}

@@ -13,7 +13,9 @@
 // The two sides alternate, -runs times each, so that drift in the machine's
 // speed hits both alike; it prints p50 and p99 of each, their difference
 // and their ratio. With -jail, the bridge's server runs in a jail of its
-// own (jail: true) and the direct one does not.
+// own (jail: true) and the direct one does not. With -rule, a third side,
+// rule, is the bridge with a rule (a CEL condition) on the tool called, and
+// it prints what the rule adds to the bridge's call.
 package main
 
 import (
@@ -49,14 +51,20 @@ func main() {
 	n := flag.Int("n", 200, "timed calls per run")
 	runs := flag.Int("runs", 5, "runs per side")
 	jailed := flag.Bool("jail", false, "run the bridge's server in a jail of its own")
+	rule := flag.Bool("rule", false, "time the bridge with a rule on the tool called too")
 	flag.Parse()
-	if err := bench(*crucible, *everything, *n, *runs, *jailed); err != nil {
+	if err := bench(*crucible, *everything, *n, *runs, *jailed, *rule); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/tools:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(crucible, everything string, n, runs int, jailed bool) error {
+// ruled is the rule of the rule side: a condition over the arguments, the
+// tool and the execution, as an operator writes one.
+const ruled = `    rules: [{tools: [echo], allow_if: 'size(args.message) < 1000 && tool.server == "ev" && execution.calls < 100000'}]
+`
+
+func bench(crucible, everything string, n, runs int, jailed, rule bool) error {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return err
@@ -75,10 +83,14 @@ func bench(crucible, everything string, n, runs int, jailed bool) error {
 		nm := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(main)))) // node_modules
 		cfg += fmt.Sprintf("    jail: true\n    ro: [%s]\n", nm)
 	}
-	cfg += fmt.Sprintf("tools: {max_calls: %d}\n", n+1)
+	limits := fmt.Sprintf("tools: {max_calls: %d}\n", n+1)
 	cfgPath := filepath.Join(dir, "crucible.yaml")
+	rulePath := filepath.Join(dir, "rule.yaml")
 	prog := filepath.Join(dir, "calls.ts")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(cfg+limits), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(rulePath, []byte(cfg+ruled+limits), 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(prog, fmt.Appendf(nil, program, n), 0o644); err != nil {
@@ -99,9 +111,13 @@ func bench(crucible, everything string, n, runs int, jailed bool) error {
 		return err
 	}
 
-	var bridge, direct []float64 // ms
+	times := map[string][]float64{} // ms, by side
+	sides := []string{"bridge", "direct"}
+	if rule {
+		sides = append(sides, "rule")
+	}
 	var runErr error
-	timing.Alternate([]string{"bridge", "direct"}, runs, func(side string) {
+	timing.Alternate(sides, runs, func(side string) {
 		if runErr != nil {
 			return
 		}
@@ -112,11 +128,15 @@ func bench(crucible, everything string, n, runs int, jailed bool) error {
 					runErr = err
 					return
 				}
-				direct = append(direct, float64(time.Since(t).Nanoseconds())/1e6)
+				times[side] = append(times[side], float64(time.Since(t).Nanoseconds())/1e6)
 			}
 			return
 		}
-		out, err := exec.Command(crucible, "run", "--json", "--config", cfgPath, prog).Output()
+		c := cfgPath
+		if side == "rule" {
+			c = rulePath
+		}
+		out, err := exec.Command(crucible, "run", "--json", "--config", c, prog).Output()
 		if err != nil {
 			runErr = fmt.Errorf("crucible run: %w", err)
 			return
@@ -133,13 +153,15 @@ func bench(crucible, everything string, n, runs int, jailed bool) error {
 			runErr = fmt.Errorf("crucible run: %d times, not %d: %.300s", len(r.Result), n, out)
 			return
 		}
-		bridge = append(bridge, r.Result...)
+		times[side] = append(times[side], r.Result...)
 	})
 	if runErr != nil {
 		return runErr
 	}
-	slices.Sort(bridge)
-	slices.Sort(direct)
+	for _, ms := range times {
+		slices.Sort(ms)
+	}
+	bridge, direct := times["bridge"], times["direct"]
 	server := "not jailed"
 	if jailed {
 		server = "jailed"
@@ -149,10 +171,15 @@ func bench(crucible, everything string, n, runs int, jailed bool) error {
 	for _, s := range []struct {
 		name string
 		ms   []float64
-	}{{"bridge", bridge}, {"direct", direct}} {
-		fmt.Printf("  %-8s %6.3f ms %6.3f ms\n", s.name, timing.Pct(s.ms, 50), timing.Pct(s.ms, 99))
+	}{{"bridge", bridge}, {"direct", direct}, {"rule", times["rule"]}} {
+		if len(s.ms) > 0 {
+			fmt.Printf("  %-8s %6.3f ms %6.3f ms\n", s.name, timing.Pct(s.ms, 50), timing.Pct(s.ms, 99))
+		}
 	}
 	b50, b99, d50, d99 := timing.Pct(bridge, 50), timing.Pct(bridge, 99), timing.Pct(direct, 50), timing.Pct(direct, 99)
 	fmt.Printf("  bridge - direct: p50 %+.3f ms, p99 %+.3f ms; ratio p50 %.2f, p99 %.2f\n", b50-d50, b99-d99, b50/d50, b99/d99)
+	if r := times["rule"]; len(r) > 0 {
+		fmt.Printf("  rule - bridge: p50 %+.1f us, p99 %+.1f us\n", (timing.Pct(r, 50)-b50)*1000, (timing.Pct(r, 99)-b99)*1000)
+	}
 	return nil
 }
