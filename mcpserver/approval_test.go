@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,16 +23,10 @@ import (
 func approvalServer(t *testing.T, timeout time.Duration) (*Server, string) {
 	t.Helper()
 	testenv.NeedRoot(t, "builds real jails")
-	node := testenv.NeedTool(t, "node")
-	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(main); err != nil {
-		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
-	}
-	s := newServer(t, func(c *config.Config) {
-		c.Servers = map[string]config.Server{"ev": {Command: node, Args: []string{main},
-			ApprovalTimeout: config.Duration(timeout),
-			Rules:           []config.CallRule{{Tools: []string{"echo"}, Approve: true, Reason: "echoes need a human"}}}}
-	})
+	ev := everything(t)
+	ev.ApprovalTimeout = config.Duration(timeout)
+	ev.Rules = []config.CallRule{{Tools: []string{"echo"}, Approve: true, Reason: "echoes need a human"}}
+	s := newServer(t, func(c *config.Config) { c.Servers = map[string]config.Server{"ev": ev} })
 	return s, serveHTTP(t, s)
 }
 
@@ -211,16 +203,10 @@ func TestApprovalStateOwnClient(t *testing.T) {
 // B's may not.
 func TestRuleSeesClient(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
-	node := testenv.NeedTool(t, "node")
-	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(main); err != nil {
-		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
-	}
 	sum := sha256.Sum256([]byte(tokenA))
-	s := newServer(t, func(c *config.Config) {
-		c.Servers = map[string]config.Server{"ev": {Command: node, Args: []string{main},
-			Rules: []config.CallRule{{Tools: []string{"echo"}, AllowIf: `client.name == "token:` + hex.EncodeToString(sum[:8]) + `" && execution.language == "ts"`}}}}
-	})
+	ev := everything(t)
+	ev.Rules = []config.CallRule{{Tools: []string{"echo"}, AllowIf: `client.name == "token:` + hex.EncodeToString(sum[:8]) + `" && execution.language == "ts"`}}
+	s := newServer(t, func(c *config.Config) { c.Servers = map[string]config.Server{"ev": ev} })
 	url := serveHTTP(t, s)
 	for token, want := range map[string]string{tokenA: `"Echo: x"`, tokenB: "refused"} {
 		_, out := execute(t, connectHTTP(t, url, token, ""), map[string]any{

@@ -23,14 +23,22 @@ import (
 // server-everything from npm.
 func everythingServer(t *testing.T) *Server {
 	t.Helper()
+	ev := everything(t)
+	return newServer(t, func(c *config.Config) {
+		c.Servers = map[string]config.Server{"ev": ev}
+	})
+}
+
+// everything is the real server-everything from npm, as a server of the
+// configuration.
+func everything(t *testing.T) config.Server {
+	t.Helper()
 	node := testenv.NeedTool(t, "node")
 	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	if _, err := os.Stat(main); err != nil {
 		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
 	}
-	return newServer(t, func(c *config.Config) {
-		c.Servers = map[string]config.Server{"ev": {Command: node, Args: []string{main}}}
-	})
+	return config.Server{Command: node, Args: []string{main}}
 }
 
 // shownName matches a tool's name as search_tools shows it at names and
