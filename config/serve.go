@@ -22,6 +22,16 @@ type Serve struct {
 	// a request with another Origin header gets 403. Default:
 	// http://localhost and http://127.0.0.1, any port.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowedHosts are the names (host, or host:port) by which HTTP
+	// clients reach the server: a request whose Host header is another is
+	// refused, on every endpoint. Default: none checked, except that a
+	// server listening on loopback takes only loopback names (localhost,
+	// 127.0.0.1, [::1]) against DNS rebinding.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// OpsPublic serves /readyz and /metrics to anyone who can connect;
+	// default false: they need a client's bearer token, as /mcp does.
+	// /healthz is always public.
+	OpsPublic bool `yaml:"ops_public"`
 	// MaxConcurrent bounds the executions running at once. Default 4;
 	// 1 to 1024.
 	MaxConcurrent int `yaml:"max_concurrent"`
@@ -117,6 +127,11 @@ func (s *Serve) validate(workspace ByteSize) error {
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
 			return fieldErrorf(fmt.Sprintf("serve.allowed_origins[%d]", i), "%s is not an origin such as http://localhost:3000 or https://app.example.com", quote(o))
+		}
+	}
+	for i, h := range s.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ \t\r\n@?#") {
+			return fieldErrorf(fmt.Sprintf("serve.allowed_hosts[%d]", i), "%s is not a host name such as crucible.example.com or crucible.example.com:8080", quote(h))
 		}
 	}
 	if s.MaxConcurrent < 1 || s.MaxConcurrent > maxConcurrent {

@@ -130,7 +130,7 @@ func TestAttackMetricsLabelsFromProgram(t *testing.T) {
 	if out == nil {
 		t.Fatal("no result")
 	}
-	resp, err := http.Get(url + "/metrics")
+	resp, err := opsGet(t, url, "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,16 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		}
 		sessionful.ServeHTTP(w, r)
 	})
+	requireToken := requireBearer(tokens)
+	mcpHandler := s.checkOrigin(requireToken(route))
+	mux := s.ops(requireToken)
+	mux.Handle("/mcp", mcpHandler)
+	return s.checkHost(mux)
+}
+
+// requireBearer is the middleware that lets through only a request with one of
+// tokens, its client in the request's auth.TokenInfo.
+func requireBearer(tokens []string) func(http.Handler) http.Handler {
 	known := newTokens(tokens)
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		if id, ok := known.client(token); ok {
@@ -74,17 +84,17 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		}
 		return nil, auth.ErrInvalidToken
 	}
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
-	mcpHandler := s.checkOrigin(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The SDK's middleware challenges only once OAuth metadata is
-		// configured: set ours now, for its 401; route takes it back.
-		w.Header().Set("WWW-Authenticate", challenge(r))
-		authed.ServeHTTP(w, r)
-	}))
-
-	mux := s.ops()
-	mux.Handle("/mcp", mcpHandler)
-	return mux
+	require := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	return func(next http.Handler) http.Handler {
+		authed := require(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// The SDK's middleware challenges only once OAuth metadata
+			// is configured: set ours now, for its 401; a handler that
+			// serves the request takes it back.
+			w.Header().Set("WWW-Authenticate", challenge(r))
+			authed.ServeHTTP(w, r)
+		})
+	}
 }
 
 // ServeHTTP serves h (Handler or OpsHandler) on l until shutdown, with
@@ -139,17 +149,74 @@ func challenge(r *http.Request) string {
 	return "Bearer " + strings.Join(params, ", ")
 }
 
-// OpsHandler serves /healthz, /readyz and /metrics only (beside stdio).
-func (s *Server) OpsHandler() http.Handler { return s.ops() }
+// OpsHandler serves /healthz, /readyz and /metrics only (beside stdio):
+// the last two to a client with one of tokens, unless serve.ops_public.
+func (s *Server) OpsHandler(tokens []string) http.Handler { return s.checkHost(s.ops(requireBearer(tokens))) }
 
-func (s *Server) ops() *http.ServeMux {
+// ops serves /healthz to anyone, /readyz and /metrics through
+// requireToken unless serve.ops_public: they tell what the server runs
+// and how busy it is.
+func (s *Server) ops(requireToken func(http.Handler) http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", s.ready)
-	mux.Handle("GET /metrics", s.stats.handler())
+	guard := func(h http.Handler) http.Handler {
+		if s.cfg.Serve.OpsPublic {
+			return h
+		}
+		return requireToken(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Del("WWW-Authenticate")
+			h.ServeHTTP(w, r)
+		}))
+	}
+	mux.Handle("GET /readyz", guard(http.HandlerFunc(s.ready)))
+	mux.Handle("GET /metrics", guard(s.stats.handler()))
 	return mux
+}
+
+// checkHost refuses a request whose Host the server is not reached by:
+// one of serve.allowed_hosts when they are set; on a loopback listener, a
+// loopback name (a page on a name that resolves to 127.0.0.1, DNS
+// rebinding, must not reach a local server).
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	allowed := s.cfg.Serve.AllowedHosts
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok := true
+		if len(allowed) > 0 {
+			ok = hostAllowed(r.Host, allowed)
+		} else if a, isAddr := r.Context().Value(http.LocalAddrContextKey).(net.Addr); isAddr && a != nil && Loopback(a.String()) {
+			ok = Loopback(withPort(r.Host))
+		}
+		if !ok {
+			http.Error(w, "Forbidden: the server is not reached by this Host (serve.allowed_hosts)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether host (a Host header) is one of allowed,
+// where one without a port allows every port.
+func hostAllowed(host string, allowed []string) bool {
+	name, _, err := net.SplitHostPort(host)
+	if err != nil {
+		name = host
+	}
+	for _, a := range allowed {
+		if strings.EqualFold(a, host) || strings.EqualFold(a, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// withPort is a Host header as host:port, for Loopback.
+func withPort(host string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "0")
 }
 
 // tokens are the bearer tokens the server takes, as SHA-256 digests. A
@@ -181,7 +248,7 @@ func (ts tokens) client(token string) (string, bool) {
 }
 
 // ready answers 200 when the warm pools have jails ready (or have served
-// executions) and every configured MCP server lists its tools.
+// executions) and no MCP server's last start failed.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	for _, p := range s.pools {
 		if st := p.Stats(); st.Ready == 0 && st.Warm+st.Cold == 0 {
@@ -194,11 +261,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	tools, err := s.o.Tools.List(ctx)
-	if err != nil {
-		http.Error(w, "not ready: servers not listing their tools: "+unlisted(s.o.Tools.Servers(), tools), http.StatusServiceUnavailable)
+	// What the bridge knows, starting nothing: a probe must not start
+	// servers (for whom? at whose cost?).
+	if failing := s.o.Tools.Failing(); len(failing) > 0 {
+		http.Error(w, "not ready: servers failing to start: "+strings.Join(failing, ", "), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ready")

@@ -112,7 +112,7 @@ func TestMetricsScrape(t *testing.T) {
 	want["refused"]++
 
 	// Through the server's own handler, as served.
-	resp, err := http.Get(url + "/metrics")
+	resp, err := opsGet(t, url, "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

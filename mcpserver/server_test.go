@@ -102,6 +102,17 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.rt.RoundTrip(r)
 }
 
+// opsGet gets path with token A, as /readyz and /metrics want one.
+func opsGet(t *testing.T, url, path string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tokenA)
+	return http.DefaultClient.Do(req)
+}
+
 // serveHTTP serves s on a loopback port, taking tokens A and B.
 func serveHTTP(t *testing.T, s *Server) string {
 	t.Helper()
@@ -287,7 +298,7 @@ func TestWorkspaces(t *testing.T) {
 	}
 
 	// The metrics count what ran.
-	resp, err := http.Get(url + "/metrics")
+	resp, err := opsGet(t, url, "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +373,7 @@ func TestHTTPAuth(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/healthz", "/metrics"} {
-		resp, err := http.Get(url + p)
+		resp, err := opsGet(t, url, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +386,7 @@ func TestHTTPAuth(t *testing.T) {
 	if os.Geteuid() == 0 {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			resp, err := http.Get(url + "/readyz")
+			resp, err := opsGet(t, url, "/readyz")
 			if err != nil {
 				t.Fatal(err)
 			}

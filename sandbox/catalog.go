@@ -12,6 +12,15 @@ func (t *Tools) List(ctx context.Context) ([]Tool, error) {
 	return t.bridge.Tools(ctx)
 }
 
+// Failing names the servers whose last start failed, starting none; see
+// toolbridge.Bridge.Failing.
+func (t *Tools) Failing() []string {
+	if t == nil {
+		return nil
+	}
+	return t.bridge.Failing()
+}
+
 // Servers names the configured servers, sorted.
 func (t *Tools) Servers() []string {
 	if t == nil {

@@ -185,6 +185,22 @@ func (b *Bridge) Close() {
 // Servers returns the names of the configured servers, sorted.
 func (b *Bridge) Servers() []string { return slices.Sorted(maps.Keys(b.servers)) }
 
+// Failing names the servers whose last start failed and that have not
+// started since, sorted: what the bridge knows of its servers' health
+// without starting any.
+func (b *Bridge) Failing() []string {
+	var out []string
+	for _, name := range b.Servers() {
+		s := b.servers[name]
+		s.mu.Lock()
+		if s.sess == nil && s.failures > 0 {
+			out = append(out, name)
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
 // Tool is one tool that the code may call.
 type Tool struct {
 	Server string `json:"server"`

@@ -341,7 +341,9 @@ func TestRootlessServeNotReady(t *testing.T) {
 	url := httpServeArgv(t, cmd.Args, cmd.Env)
 	var body string
 	for range 600 {
-		resp, err := http.Get(url + "/readyz")
+		req, _ := http.NewRequest("GET", url+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+serveToken)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,10 +29,11 @@ program that calls them, in a fresh jail). Without --http it speaks MCP on stdin
 for Claude Desktop, Claude Code and other clients that start it.
 
 With --http it serves Streamable HTTP at http://ADDR/mcp, plus /healthz,
-/readyz and /metrics. Every request to /mcp needs "Authorization: Bearer T":
-T is $CRUCIBLE_TOKEN, else serve.token (or one of serve.tokens) from the
-config; with neither, serve makes a token and prints it once on stderr,
-which it refuses to do for an address that is not loopback.
+/readyz and /metrics. Every request to /mcp, /readyz and /metrics (unless
+serve.ops_public) needs "Authorization: Bearer T": T is $CRUCIBLE_TOKEN,
+else serve.token (or one of serve.tokens) from the config; with neither,
+serve makes a token and prints it once on stderr, which it refuses to do
+for an address that is not loopback.
 
 Flags:
 `
@@ -121,7 +122,14 @@ func runServe(ctx context.Context, args []string, env Env) int {
 
 	if *httpAddr == "" {
 		if *metricsAddr != "" {
-			stop, err := listen(ctx, *metricsAddr, srv.OpsHandler(), env)
+			var opsTokens []string
+			if !cfg.Serve.OpsPublic {
+				// /readyz and /metrics want a token, as over HTTP.
+				if opsTokens, err = serveTokens(cfg, *metricsAddr, env); err != nil {
+					return fail("--metrics: %v (or let anyone read them: serve.ops_public: true)", err)
+				}
+			}
+			stop, err := listen(ctx, *metricsAddr, srv.OpsHandler(opsTokens), env)
 			if err != nil {
 				return fail("--metrics: %v", err)
 			}
