@@ -151,7 +151,9 @@ func challenge(r *http.Request) string {
 
 // OpsHandler serves /healthz, /readyz and /metrics only (beside stdio):
 // the last two to a client with one of tokens, unless serve.ops_public.
-func (s *Server) OpsHandler(tokens []string) http.Handler { return s.checkHost(s.ops(requireBearer(tokens))) }
+func (s *Server) OpsHandler(tokens []string) http.Handler {
+	return s.checkHost(s.ops(requireBearer(tokens)))
+}
 
 // ops serves /healthz to anyone, /readyz and /metrics through
 // requireToken unless serve.ops_public: they tell what the server runs
