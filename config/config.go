@@ -214,6 +214,18 @@ type Server struct {
 	// ApprovalTimeout bounds the wait for a human to approve a call that
 	// a rule with approve names. 0 (the default) means 2m; at most 24h.
 	ApprovalTimeout Duration `yaml:"approval_timeout,omitempty"`
+	// Shared keeps one instance of the server (one process, one MCP
+	// session) for every client of crucible serve: say so only of a
+	// server that holds nothing of one client that another may not see.
+	// Default false: each client gets its own, started on first use.
+	Shared bool `yaml:"shared,omitempty"`
+	// MaxClients bounds the server's instances at once (past it, the
+	// least recently used idle one is closed). 0 (the default) means 16;
+	// at most 1024.
+	MaxClients int `yaml:"max_clients,omitempty"`
+	// IdleTimeout closes an instance unused that long. 0 (the default)
+	// means 10m; at most 24h.
+	IdleTimeout Duration `yaml:"idle_timeout,omitempty"`
 
 	// Jail runs a stdio server in a long-lived jail of its own, like an
 	// execution's, with an empty environment plus Env. The settings below
@@ -406,6 +418,12 @@ func validateServer(name string, s *Server) error {
 	}
 	if s.ApprovalTimeout < 0 || time.Duration(s.ApprovalTimeout) > maxTimeout {
 		return fieldErrorf(key("approval_timeout"), "must be at most 24h (0 means 2m), not %v", s.ApprovalTimeout)
+	}
+	if s.MaxClients < 0 || s.MaxClients > 1024 {
+		return fieldErrorf(key("max_clients"), "must be between 1 and 1024 (0 means 16), not %d", s.MaxClients)
+	}
+	if s.IdleTimeout < 0 || time.Duration(s.IdleTimeout) > maxTimeout {
+		return fieldErrorf(key("idle_timeout"), "must be at most 24h (0 means 10m), not %v", s.IdleTimeout)
 	}
 	return nil
 }

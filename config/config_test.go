@@ -224,6 +224,7 @@ func TestLoadFull(t *testing.T) {
 			Rules: []CallRule{{Tools: []string{"create_issue", "update_issue"}, AllowIf: `args.owner == "acme" && size(args.body) < 20000`, Reason: "issues only in the acme org"},
 				{Tools: []string{"delete_*"}, Approve: true}},
 			Group: "private", Timeout: Duration(10 * time.Second), ApprovalTimeout: Duration(5 * time.Minute),
+			Shared: true, MaxClients: 8, IdleTimeout: Duration(5 * time.Minute),
 			Jail: true, RO: []string{"/srv/mcp/github"},
 			Network: Network{Allow: []string{"api.github.com"}, MaxConnections: 8},
 			Limits:  ServerLimits{Memory: 256 * MiB, Pids: 64, CPUs: 0.5}},
@@ -258,7 +259,7 @@ func TestLoadFull(t *testing.T) {
 	// Every field is set away from its default, so the example exercises
 	// every field's decoder.
 	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}, {c.Tools, Default().Tools}, {c.Serve, Default().Serve},
-		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Resources: ToolFilter{Allow: []string{"x"}}, Rules: []CallRule{{}}, Group: "x", Timeout: 1, ApprovalTimeout: 1,
+		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Resources: ToolFilter{Allow: []string{"x"}}, Rules: []CallRule{{}}, Group: "x", Timeout: 1, ApprovalTimeout: 1, Shared: true, MaxClients: 1, IdleTimeout: 1,
 			Jail: true, RO: []string{}, Network: Network{MaxConnections: 1}, Limits: ServerLimits{Pids: 1}}}} {
 		got, def := reflect.ValueOf(sec[0]), reflect.ValueOf(sec[1])
 		for i := range got.NumField() {
@@ -329,6 +330,7 @@ func TestParseErrors(t *testing.T) {
 		{"servers:\n  gh:\n    command: x\n    rules:\n      - tools: [x]\n        allow_if: 'request.method == \"a\"'\n", `c.yaml:6: servers["gh"].rules[0].allow_if: at character 1 of the condition: undeclared reference to 'request'`},
 		{"servers:\n  gh:\n    command: x\n    resources: {allow: [\"\"]}\n", `c.yaml:4: servers["gh"].resources.allow[0]: "" is not a resource URI pattern: an empty pattern (use e.g. file:///data/*)`},
 		{"servers:\n  gh:\n    command: x\n    timeout: 25h\n", `c.yaml:4: servers["gh"].timeout: must be at most 24h (0 means 30s), not 25h0m0s`},
+		{"servers:\n  gh:\n    command: x\n    max_clients: 2000\n", `c.yaml:4: servers["gh"].max_clients: must be between 1 and 1024 (0 means 16), not 2000`},
 		{"servers:\n  gh:\n    command: x\n    approval_timeout: 25h\n", `c.yaml:4: servers["gh"].approval_timeout: must be at most 24h (0 means 2m), not 25h0m0s`},
 		{"servers:\n  gh:\n    command: x\n    rules: [{tools: [x], allow_if: ''}]\n", `c.yaml:4: servers["gh"].rules[0].allow_if: is empty (give a condition, e.g. args.owner == "acme", or approve: true)`},
 		{"servers: [gh]\n", `c.yaml:1: servers: must be a mapping, not a list`},

@@ -22,8 +22,13 @@ import (
 // as an execution's (jailSpec, attachNetwork) from the server's settings,
 // and degraded where cfg's sandbox section allows. Its network decisions
 // go to w (nil: nowhere) under the id "server:NAME".
-func serverStart(name string, s config.Server, allowDegraded []string, w *audit.Writer) func(context.Context, io.Writer) (*toolbridge.Process, error) {
-	return func(ctx context.Context, stderr io.Writer) (*toolbridge.Process, error) {
+//
+// Each instance runs the args, env and working directory the bridge gives
+// it (a client's: {client} written out).
+func serverStart(name string, s config.Server, allowDegraded []string, w *audit.Writer) func(context.Context, toolbridge.Server, io.Writer) (*toolbridge.Process, error) {
+	return func(ctx context.Context, inst toolbridge.Server, stderr io.Writer) (*toolbridge.Process, error) {
+		s := s
+		s.Args, s.Env, s.Cwd = inst.Args, inst.Env, inst.Dir
 		spec, err := serverSpec(s, allowDegraded)
 		if err != nil {
 			return nil, err

@@ -33,6 +33,7 @@ func toolOptions(cfg *config.Config, w *audit.Writer) toolbridge.Options {
 		srv := toolbridge.Server{
 			Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd,
 			URL: s.URL, Headers: s.Headers,
+			Shared: s.Shared, MaxClients: s.MaxClients, IdleTimeout: time.Duration(s.IdleTimeout), // 0: the bridge's defaults
 			Policy: toolbridge.Policy{
 				Allow: s.Tools.Allow, Deny: s.Tools.Deny, Resources: resourceFilter(s.Resources), Rules: s.CallRules(),
 				Group:           s.Group,

@@ -124,7 +124,7 @@ func TestApprovalBounded(t *testing.T) {
 // line separators), and a long value is cut.
 func TestApprovalShownArgs(t *testing.T) {
 	b := approvalBridge(t, 50, time.Minute)
-	srv := b.servers["go"]
+	srv := b.servers["go"].listing()
 	for _, c := range []struct{ args, want string }{
 		{`{"n": 12345678901234567890}`, `{"n":12345678901234567890}`},
 		{`{"repo": "аcme"}`, `{"repo":"\u0430cme"}`},                    // a Cyrillic a

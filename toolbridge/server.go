@@ -272,9 +272,9 @@ func (s *server) start(done chan struct{}) {
 	var t mcp.Transport
 	var proc *process
 	if s.cfg.Start != nil || s.cfg.Command != "" {
-		start := s.cfg.Start
-		if start == nil {
-			start = s.startCommand
+		start := s.startCommand
+		if s.cfg.Start != nil {
+			start = func(ctx context.Context, stderr io.Writer) (*Process, error) { return s.cfg.Start(ctx, s.cfg, stderr) }
 		}
 		stderr = &tail{}
 		var err error

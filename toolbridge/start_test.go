@@ -11,8 +11,8 @@ import (
 
 // execStart is a Start that runs s's command as the bridge would, through
 // the process interface a jail uses; exited is closed once it has exited.
-func execStart(s Server, exited chan struct{}) func(context.Context, io.Writer) (*Process, error) {
-	return func(ctx context.Context, stderr io.Writer) (*Process, error) {
+func execStart(s Server, exited chan struct{}) func(context.Context, Server, io.Writer) (*Process, error) {
+	return func(ctx context.Context, _ Server, stderr io.Writer) (*Process, error) {
 		cmd := exec.CommandContext(ctx, s.Command, s.Args...)
 		for k, v := range s.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
@@ -67,7 +67,7 @@ func TestStart(t *testing.T) {
 func TestStartFails(t *testing.T) {
 	const why = "jail: cgroup: no cgroup v2 (fix: run `crucible doctor`)"
 	srv := goServer(t)
-	srv.Start = func(context.Context, io.Writer) (*Process, error) {
+	srv.Start = func(context.Context, Server, io.Writer) (*Process, error) {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		_ = outW.Close() // as a jail that ended before it began
@@ -75,7 +75,7 @@ func TestStartFails(t *testing.T) {
 		return &Process{Stdin: inW, Stdout: outR, Wait: func() error { return errors.New(why) }}, nil
 	}
 	failing := goServer(t)
-	failing.Start = func(context.Context, io.Writer) (*Process, error) {
+	failing.Start = func(context.Context, Server, io.Writer) (*Process, error) {
 		return nil, errors.New("its command " + failing.Command + " is not found")
 	}
 	b := newBridge(t, Options{Servers: map[string]Server{"go": srv, "none": failing}})

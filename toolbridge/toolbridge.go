@@ -58,17 +58,28 @@ type Server struct {
 	Paths []string
 	// Start, if not nil, starts a stdio server's process in place of the
 	// bridge running Command itself: the sandbox passes one that runs the
-	// server in a jail, of which the bridge knows nothing. Command, Args,
-	// Env and Dir then only say what to redact. The process must end when
-	// ctx is done; its standard error is to go to stderr, whose last line
-	// the bridge reports when the server fails to start.
-	Start func(ctx context.Context, stderr io.Writer) (*Process, error)
+	// server in a jail, of which the bridge knows nothing. It gets the
+	// settings of the instance it starts (their {client} written out: see
+	// clients.go), of which it is to run Args with Env in Dir. The process
+	// must end when ctx is done; its standard error is to go to stderr,
+	// whose last line the bridge reports when the server fails to start.
+	Start func(ctx context.Context, s Server, stderr io.Writer) (*Process, error)
 
 	// URL is a Streamable HTTP endpoint; Headers go with every request
 	// (an Authorization header, say), and their values are redacted like
 	// Env's.
 	URL     string
 	Headers map[string]string
+
+	// Shared keeps one instance of the server for every client: the
+	// operator says it holds nothing of one client that another may not
+	// see. Otherwise each client gets its own (see clients.go).
+	Shared bool
+	// MaxClients bounds the instances at once; zero means
+	// DefaultMaxClients. IdleTimeout closes an instance unused that long;
+	// zero means DefaultIdleTimeout.
+	MaxClients  int
+	IdleTimeout time.Duration
 
 	Policy Policy
 }
@@ -141,15 +152,18 @@ type Options struct {
 // Bridge holds the downstream servers of one Crucible process. It is safe
 // for concurrent use.
 type Bridge struct {
-	servers map[string]*server
+	servers map[string]*endpoint
 	limits  Limits
 	log     *slog.Logger
+	stop    chan struct{} // closed by Close: ends the sweep
+	swept   sync.WaitGroup
+	closing sync.Once
 }
 
 // New returns a bridge to the servers of o. It starts nothing: each server
 // starts on its first use.
 func New(o Options) (*Bridge, error) {
-	b := &Bridge{servers: map[string]*server{}, limits: o.Limits.withDefaults(), log: o.Logger}
+	b := &Bridge{servers: map[string]*endpoint{}, limits: o.Limits.withDefaults(), log: o.Logger, stop: make(chan struct{})}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -167,17 +181,46 @@ func New(o Options) (*Bridge, error) {
 		}
 		s.Policy.Timeout = cmp.Or(s.Policy.Timeout, DefaultTimeout)
 		s.Policy.ApprovalTimeout = cmp.Or(s.Policy.ApprovalTimeout, DefaultApprovalTimeout)
-		b.servers[name] = newServer(name, s, r, messageBound(b.limits.ResultBytes), home, b.log.With("server", name))
+		s.MaxClients = cmp.Or(s.MaxClients, DefaultMaxClients)
+		s.IdleTimeout = cmp.Or(s.IdleTimeout, DefaultIdleTimeout)
+		log, bound := b.log.With("server", name), messageBound(b.limits.ResultBytes)
+		b.servers[name] = newEndpoint(name, s, r, func(client string) *server {
+			return newServer(name, perClient(s, ClientKey(client)), r, bound, home, log)
+		})
 	}
+	b.swept.Go(b.sweep)
 	return b, nil
 }
 
+// sweep closes idle instances until Close.
+func (b *Bridge) sweep() {
+	every := time.Minute
+	for _, e := range b.servers {
+		every = min(every, max(e.cfg.IdleTimeout/4, 10*time.Millisecond))
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-t.C:
+			for _, e := range b.servers {
+				e.sweep(now.Add(-e.cfg.IdleTimeout))
+			}
+		}
+	}
+}
+
 // Close stops every server the bridge started and ends its connections; a
-// stdio server has a moment to exit before it is killed.
+// stdio server has a moment to exit before it is killed. It may be called
+// more than once.
 func (b *Bridge) Close() {
+	b.closing.Do(func() { close(b.stop) })
+	b.swept.Wait()
 	var wg sync.WaitGroup
-	for _, s := range b.servers {
-		wg.Go(s.close)
+	for _, e := range b.servers {
+		wg.Go(e.close)
 	}
 	wg.Wait()
 }
@@ -191,12 +234,15 @@ func (b *Bridge) Servers() []string { return slices.Sorted(maps.Keys(b.servers))
 func (b *Bridge) Failing() []string {
 	var out []string
 	for _, name := range b.Servers() {
-		s := b.servers[name]
-		s.mu.Lock()
-		if s.sess == nil && s.failures > 0 {
-			out = append(out, name)
+		for _, s := range b.servers[name].instances() {
+			s.mu.Lock()
+			failing := s.sess == nil && s.failures > 0
+			s.mu.Unlock()
+			if failing {
+				out = append(out, name)
+				break
+			}
 		}
-		s.mu.Unlock()
 	}
 	return out
 }
@@ -224,7 +270,7 @@ func (b *Bridge) Tools(ctx context.Context) ([]Tool, error) {
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { lists[i], errs[i] = b.servers[name].tools(ctx) })
+		wg.Go(func() { lists[i], errs[i] = b.servers[name].listing().tools(ctx) })
 	}
 	wg.Wait()
 	return slices.Concat(lists...), errors.Join(errs...)
@@ -261,27 +307,42 @@ func (s *Session) Tools(ctx context.Context) ([]Tool, error) { return s.b.Tools(
 // admit checks a call of tool ("" for a resource) on the named server
 // against the policy and the limits, counts it, and, if a rule says so,
 // has a human approve it.
-func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (*server, error) {
-	srv, ok := s.b.servers[name]
+//
+// The call goes to the client's instance of the server, which the caller
+// releases once the call is done.
+func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (srv *server, release func(), err error) {
+	e, ok := s.b.servers[name]
 	if !ok {
-		return nil, refusef(KindTool, name, tool, "there is no tool server %q (servers: %s)", name, strings.Join(s.b.Servers(), ", "))
+		return nil, nil, refusef(KindTool, name, tool, "there is no tool server %q (servers: %s)", name, strings.Join(s.b.Servers(), ", "))
 	}
 	if int64(len(args)) > s.b.limits.ArgBytes {
-		return nil, refusef(KindLimit, name, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", len(args), s.b.limits.ArgBytes)
+		return nil, nil, refusef(KindLimit, name, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", len(args), s.b.limits.ArgBytes)
 	}
+	s.mu.Lock()
+	client := s.caller.Client
+	s.mu.Unlock()
+	srv, ok = e.acquire(client)
+	if !ok {
+		return nil, nil, refusef(KindLimit, name, tool, "tool server %s is serving its most clients at once (servers.%s.max_clients, %d), none of them idle: try again shortly", name, name, e.cfg.MaxClients)
+	}
+	defer func() {
+		if err != nil {
+			e.release(srv)
+		}
+	}()
 	var d callrule.Decision
 	if tool != "" {
 		if why := srv.rules.refuses(tool); why != "" {
-			return nil, refusef(KindTool, name, tool, "%s", why)
+			return nil, nil, refusef(KindTool, name, tool, "%s", why)
 		}
 		// Only a tool the server lists, by the name it lists: the
 		// policy matched that name, and a server that took
 		// "Delete_repo" for "delete_repo" must not get a name the
 		// policy never saw.
 		if ok, err := srv.lists(ctx, tool); err != nil {
-			return nil, err
+			return nil, nil, err
 		} else if !ok {
-			return nil, refusef(KindTool, name, tool, "tool server %s has no tool %q that the code may call; tools.list() shows them, by the names to use", name, tool)
+			return nil, nil, refusef(KindTool, name, tool, "tool server %s has no tool %q that the code may call; tools.list() shows them, by the names to use", name, tool)
 		}
 		if len(srv.rules.calls) > 0 {
 			s.mu.Lock()
@@ -289,21 +350,21 @@ func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (*s
 				Client: s.caller.Client, Profile: s.caller.Profile, Language: s.caller.Language}
 			s.mu.Unlock()
 			if d = callrule.Decide(srv.rules.calls, c); d.Refused != "" {
-				return nil, refusef(KindTool, name, tool, "%s", d.Refused)
+				return nil, nil, refusef(KindTool, name, tool, "%s", d.Refused)
 			}
 		}
 	}
 	if err := s.count(srv, tool); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if d.Approve {
 		// Counted before the human is asked: a program that asks in a
 		// loop runs out of calls.
 		if err := s.approve(ctx, srv, tool, args, d); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return srv, nil
+	return srv, func() { e.release(srv) }, nil
 }
 
 // count counts a call of srv against the limits, and binds its group.
@@ -366,10 +427,11 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 	if err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", server, tool, err)
 	}
-	srv, err := s.admit(ctx, server, tool, args)
+	srv, release, err := s.admit(ctx, server, tool, args)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	out, err := srv.call(ctx, tool, args)
 	if err != nil {
 		return nil, err
@@ -382,15 +444,16 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 // blob} (base64). It counts as a call, and binds the server's group like
 // one; the server's resource globs apply (Policy.Resources).
 func (s *Session) Resource(ctx context.Context, server, uri string) ([]byte, error) {
-	if srv, ok := s.b.servers[server]; ok {
-		if why := srv.rules.refusesResource(uri); why != "" {
+	if e, ok := s.b.servers[server]; ok {
+		if why := e.rules.refusesResource(uri); why != "" {
 			return nil, refusef(KindTool, server, "", "%s", why)
 		}
 	}
-	srv, err := s.admit(ctx, server, "", []byte(uri))
+	srv, release, err := s.admit(ctx, server, "", []byte(uri))
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	out, err := srv.resource(ctx, uri)
 	if err != nil {
 		return nil, err
