@@ -251,7 +251,7 @@ func TestLoadFull(t *testing.T) {
 	wantServe := Serve{Token: "0123456789abcdef0123", Tokens: []string{"fedcba9876543210fedc"}, AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute), MaxWorkspaces: 64,
 		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true,
-		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true}
+		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true, MaxWorkspacesPerClient: 8, MaxSessionsPerClient: 4}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("Load(full.yaml).Serve = %+v; want %+v", c.Serve, wantServe)
 	}

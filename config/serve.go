@@ -49,8 +49,8 @@ type Serve struct {
 	WorkspaceTTL Duration `yaml:"workspace_ttl"`
 	// MaxWorkspaces bounds the workspaces the server holds at once, the
 	// spares made ahead included; past it, an execution that needs a new
-	// one is refused. A client holds at most 32: past that, its least
-	// recently used idle one is deleted. Default 256; 1 to 65536.
+	// one is refused. A client holds at most MaxWorkspacesPerClient.
+	// Default 256; 1 to 65536.
 	MaxWorkspaces int `yaml:"max_workspaces"`
 	// MaxWorkspaceBytes bounds what the workspaces may hold together:
 	// each is a tmpfs of sandbox.tmp_size, in memory, so the server holds
@@ -58,6 +58,14 @@ type Serve struct {
 	// most). Default 16GiB (256 of the default 64MiB); from
 	// sandbox.tmp_size to 1TiB.
 	MaxWorkspaceBytes ByteSize `yaml:"max_workspace_bytes"`
+	// MaxWorkspacesPerClient bounds the workspaces one client holds (past
+	// it, its least recently used idle one is deleted), and so its bytes:
+	// this many times sandbox.tmp_size. Default 32; 1 to MaxWorkspaces.
+	MaxWorkspacesPerClient int `yaml:"max_workspaces_per_client"`
+	// MaxSessionsPerClient bounds the HTTP sessions (2025-11-25) one
+	// client holds at once: past it, an initialize is refused (429).
+	// Default 16; 1 to 1024.
+	MaxSessionsPerClient int `yaml:"max_sessions_per_client"`
 	// MaxBody bounds one HTTP request body. Default 4MiB; 1KiB to 256MiB.
 	MaxBody ByteSize `yaml:"max_body"`
 	// MaxResultOutput bounds each of an execute result's stdout, stderr,
@@ -98,16 +106,18 @@ const (
 
 func defaultServe() Serve {
 	return Serve{
-		MaxConcurrent:     4,
-		BusyWait:          Duration(2 * time.Second),
-		Rate:              10,
-		Burst:             20,
-		WorkspaceTTL:      Duration(30 * time.Minute),
-		MaxBody:           4 * MiB,
-		MaxResultOutput:   32 * KiB,
-		MaxWorkspaces:     256,
-		MaxWorkspaceBytes: 16 * GiB,
-		Pool:              defaultServePool,
+		MaxConcurrent:          4,
+		BusyWait:               Duration(2 * time.Second),
+		Rate:                   10,
+		Burst:                  20,
+		WorkspaceTTL:           Duration(30 * time.Minute),
+		MaxBody:                4 * MiB,
+		MaxResultOutput:        32 * KiB,
+		MaxWorkspaces:          256,
+		MaxWorkspaceBytes:      16 * GiB,
+		MaxWorkspacesPerClient: 32,
+		MaxSessionsPerClient:   16,
+		Pool:                   defaultServePool,
 	}
 }
 
@@ -157,6 +167,12 @@ func (s *Serve) validate(workspace ByteSize) error {
 	}
 	if s.MaxWorkspaces < 1 || s.MaxWorkspaces > maxWorkspaces {
 		return fieldErrorf("serve.max_workspaces", "must be between 1 and %d, not %d", maxWorkspaces, s.MaxWorkspaces)
+	}
+	if s.MaxWorkspacesPerClient < 1 || s.MaxWorkspacesPerClient > s.MaxWorkspaces {
+		return fieldErrorf("serve.max_workspaces_per_client", "must be between 1 and serve.max_workspaces (%d), not %d", s.MaxWorkspaces, s.MaxWorkspacesPerClient)
+	}
+	if s.MaxSessionsPerClient < 1 || s.MaxSessionsPerClient > 1024 {
+		return fieldErrorf("serve.max_sessions_per_client", "must be between 1 and 1024, not %d", s.MaxSessionsPerClient)
 	}
 	if s.MaxWorkspaceBytes < workspace || s.MaxWorkspaceBytes > maxWorkspaceBytes {
 		return fieldErrorf("serve.max_workspace_bytes", "must be between one workspace (sandbox.tmp_size: %v) and %v, not %v", workspace, maxWorkspaceBytes, s.MaxWorkspaceBytes)

@@ -65,6 +65,12 @@ func (s *Server) Handler(tokens []string) http.Handler {
 			stateless.ServeHTTP(w, r)
 			return
 		}
+		if sid == "" && r.Method == http.MethodPost {
+			// An initialize: a new session, which the client's rate and
+			// its bound on sessions must allow.
+			s.openSession(w, r, sessionful)
+			return
+		}
 		sessionful.ServeHTTP(w, r)
 	})
 	requireToken := requireBearer(tokens)
@@ -349,4 +355,66 @@ func (q *requests) context(id string) context.Context {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.m[id]
+}
+
+// openSession serves an initialize (a sessionful POST without a session
+// id) if client may open one more session, and keeps count of the session
+// made until it ends.
+func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	client := ""
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		client = ti.UserID
+	}
+	if err := s.rate.allow(client); err != nil {
+		http.Error(w, "Too Many Requests: "+err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	most := s.cfg.Serve.MaxSessionsPerClient
+	s.mu.Lock()
+	if s.opened == nil {
+		s.opened = map[string]int{}
+	}
+	if s.opened[client] >= most {
+		s.mu.Unlock()
+		http.Error(w, fmt.Sprintf("Too Many Requests: this client holds %d sessions, the most it may (serve.max_sessions_per_client): end one (DELETE /mcp) or reuse it", most), http.StatusTooManyRequests)
+		return
+	}
+	s.opened[client]++ // held while the initialize is served
+	s.mu.Unlock()
+	h.ServeHTTP(w, r)
+	var made *mcp.ServerSession
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+		for ss := range s.sessionful.Sessions() {
+			if ss.ID() == id {
+				made = ss
+				break
+			}
+		}
+	}
+	if made == nil || !s.join(&s.wg) {
+		s.closeSession(client)
+		return
+	}
+	ended := make(chan struct{})
+	go func() {
+		_ = made.Wait()
+		close(ended)
+	}()
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-ended:
+		case <-s.ctx.Done():
+		}
+		s.closeSession(client)
+	}()
+}
+
+// closeSession counts one of client's sessions gone.
+func (s *Server) closeSession(client string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opened[client]--; s.opened[client] <= 0 {
+		delete(s.opened, client)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -113,5 +114,78 @@ func TestAttackReadyzStartsNothing(t *testing.T) {
 	}
 	if got, body := get(t, url, "/readyz", "", tokenA); got != 503 || !strings.Contains(body, "not ready: servers failing to start: bad") {
 		t.Errorf("/readyz after a failed start: %d %s", got, body)
+	}
+}
+
+// Attack: a client opens session after session (each holds the server's
+// memory until it times out). Past serve.max_sessions_per_client, an
+// initialize is refused with 429 saying so; another client is not held
+// back; a session ended frees its place.
+func TestAttackSessionFlood(t *testing.T) {
+	url := serveHTTP(t, newServer(t, func(c *config.Config) {
+		c.Serve.Pool = 0
+		c.Serve.MaxSessionsPerClient = 2
+		c.Serve.Rate = 0
+	}))
+	open := func(token string) (*mcp.ClientSession, error) { return connectHTTPErr(url, token, "2025-11-25") }
+	var held []*mcp.ClientSession
+	for range 2 {
+		cs, err := open(tokenA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, cs)
+	}
+	if _, err := open(tokenA); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+		t.Errorf("a third session: %v", err)
+	}
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+	req.Header.Set("Authorization", "Bearer "+tokenA)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 429 || !strings.Contains(string(body), "this client holds 2 sessions, the most it may (serve.max_sessions_per_client)") {
+		t.Errorf("a third initialize: %d %s", resp.StatusCode, body)
+	}
+	cs, err := open(tokenB)
+	if err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+	_ = cs.Close()
+	_ = held[0].Close() // DELETE: its place is free again
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cs, err := open(tokenA)
+		if err == nil {
+			_ = cs.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a session ended, and still: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = held[1].Close()
+}
+
+// An initialize is counted by the client's rate limit, as an execution is.
+func TestInitializeRateLimited(t *testing.T) {
+	url := serveHTTP(t, newServer(t, func(c *config.Config) {
+		c.Serve.Pool = 0
+		c.Serve.Rate, c.Serve.Burst = 0.001, 1
+	}))
+	for i, want := range []string{"", "Too Many Requests"} {
+		cs, err := connectHTTPErr(url, tokenA, "2025-11-25")
+		if err == nil {
+			_ = cs.Close()
+		}
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("initialize %d: %v, want %q", i, err, want)
+		}
 	}
 }

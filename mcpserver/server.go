@@ -83,6 +83,7 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool // Close has begun: nothing more joins wg or calls
 	sessions map[*mcp.ServerSession]*session
+	opened   map[string]int // HTTP sessions held (or being opened), by client
 }
 
 // session is what an MCP session (stdio, or an HTTP session) holds: its
@@ -123,8 +124,8 @@ func New(o Options) (*Server, error) {
 	sv := &o.Config.Serve
 	spaces, err := workspace.Open(workspace.Options{
 		Size: int64(o.Config.Sandbox.TmpSize), TTL: time.Duration(sv.WorkspaceTTL), Total: sv.MaxWorkspaces,
-		TotalBytes: int64(sv.MaxWorkspaceBytes),
-		Spare:      sv.Pool, // as many as the warm jails of a pool, which a burst of fresh calls takes
+		TotalBytes: int64(sv.MaxWorkspaceBytes), PerClient: sv.MaxWorkspacesPerClient,
+		Spare: sv.Pool, // as many as the warm jails of a pool, which a burst of fresh calls takes
 	})
 	if err != nil {
 		return nil, err

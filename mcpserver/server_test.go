@@ -125,15 +125,20 @@ func serveHTTP(t *testing.T, s *Server) string {
 // version (a 2025-11-25 session, or "" for the SDK's newest: stateless).
 func connectHTTP(t *testing.T, url, token, version string) *mcp.ClientSession {
 	t.Helper()
-	tr := &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{token: token, rt: http.DefaultTransport}}}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
-	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := connectHTTPErr(url, token, version)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// connectHTTPErr is connectHTTP's connection, or why there is none.
+func connectHTTPErr(url, token, version string) (*mcp.ClientSession, error) {
+	tr := &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{token: token, rt: http.DefaultTransport}}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	return c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
 // execute calls execute and decodes its structured result.
