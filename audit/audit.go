@@ -28,7 +28,8 @@ type Event interface {
 
 // Execution records one finished (or refused) execution.
 type Execution struct {
-	Exec       string   `json:"exec"` // the execution's id
+	Exec       string   `json:"exec"`             // the execution's id
+	Client     string   `json:"client,omitempty"` // whom it ran for (crucible serve's client)
 	Command    []string `json:"command,omitempty"`
 	Language   string   `json:"language,omitempty"`
 	SourceHash string   `json:"source_sha256,omitempty"` // for programs: which source, without the source

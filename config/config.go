@@ -49,6 +49,9 @@ type Config struct {
 	// APIs are the HTTP APIs the code may call, described and limited
 	// (see apis.go).
 	APIs map[string]API `yaml:"apis"`
+	// Clients name the clients of crucible serve by their bearer tokens
+	// (beside serve.token and serve.tokens, which stay anonymous).
+	Clients map[string]Client `yaml:"clients,omitempty"`
 	// Serve configures `crucible serve` (see serve.go).
 	Serve Serve `yaml:"serve"`
 
@@ -679,6 +682,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateAPIs(); err != nil {
+		return err
+	}
+	if err := c.validateClients(); err != nil {
 		return err
 	}
 	return c.Serve.validate(c.Sandbox.TmpSize)

@@ -252,6 +252,9 @@ func TestLoadFull(t *testing.T) {
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute), MaxWorkspaces: 64,
 		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true,
 		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true, MaxWorkspacesPerClient: 8, MaxSessionsPerClient: 4}
+	if want := map[string]Client{"ci": {Token: SecretSource{From: "env:CRUCIBLE_TOKEN_CI"}}}; !reflect.DeepEqual(c.Clients, want) {
+		t.Errorf("Load(full.yaml).Clients = %+v; want %+v", c.Clients, want)
+	}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
 		t.Errorf("Load(full.yaml).Serve = %+v; want %+v", c.Serve, wantServe)
 	}
@@ -334,6 +337,10 @@ func TestParseErrors(t *testing.T) {
 		{"servers:\n  gh:\n    command: x\n    approval_timeout: 25h\n", `c.yaml:4: servers["gh"].approval_timeout: must be at most 24h (0 means 2m), not 25h0m0s`},
 		{"servers:\n  gh:\n    command: x\n    rules: [{tools: [x], allow_if: ''}]\n", `c.yaml:4: servers["gh"].rules[0].allow_if: is empty (give a condition, e.g. args.owner == "acme", or approve: true)`},
 		{"servers: [gh]\n", `c.yaml:1: servers: must be a mapping, not a list`},
+		{"clients:\n  CI: {token: {from: env:X}}\n", `c.yaml:2: clients["CI"]: the name must be lowercase letters, digits, _ and -, starting with a letter, at most 64`},
+		{"clients:\n  stdio: {token: {from: env:X}}\n", `c.yaml:2: clients["stdio"]: "stdio" names a client of its own already (stdio, local, catalog are taken)`},
+		{"clients:\n  ci: {}\n", `c.yaml:2: clients["ci"].token: needs from: env:VAR or file:/absolute/path, where its bearer token is`},
+		{"clients:\n  ci: {token: {from: s3cr3t-token-value}}\n", `c.yaml:2: clients["ci"].token.from: must be env:VAR or file:/absolute/path`},
 		{"apis:\n  gh:\n    hosts: [x.test]\n    rules:\n      - allow: GET /x\n        if: 'request.query.q =='\n", `c.yaml:6: apis["gh"].rules[0].if: at character 19 of the condition: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}`},
 		{"apis:\n  gh:\n    hosts: [x.test]\n    rules:\n      - allow: GET /x\n        if: 'args.x == 1'\n", `c.yaml:6: apis["gh"].rules[0].if: at character 1 of the condition: undeclared reference to 'args'`},
 		{"tools:\n  max_calls: 0\n", `c.yaml:2: tools.max_calls: must be between 1 and 100000, not 0`},

@@ -148,7 +148,7 @@ func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, in execute
 		defer cancel()
 		began := time.Now()
 		r.out, r.err = s.execute(rctx, req, in, stateless, caller)
-		s.stats.execution(r.out, r.err, time.Since(began))
+		s.stats.execution(caller.Client, r.out, r.err, time.Since(began))
 		close(r.done)
 	}()
 	return r

@@ -7,9 +7,11 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +75,7 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		}
 		sessionful.ServeHTTP(w, r)
 	})
-	requireToken := requireBearer(tokens)
+	requireToken := requireBearer(newTokens(tokens, s.o.Clients))
 	mcpHandler := s.checkOrigin(requireToken(route))
 	mux := s.ops(requireToken)
 	mux.Handle("/mcp", mcpHandler)
@@ -81,9 +83,8 @@ func (s *Server) Handler(tokens []string) http.Handler {
 }
 
 // requireBearer is the middleware that lets through only a request with one of
-// tokens, its client in the request's auth.TokenInfo.
-func requireBearer(tokens []string) func(http.Handler) http.Handler {
-	known := newTokens(tokens)
+// known, its client in the request's auth.TokenInfo.
+func requireBearer(known tokens) func(http.Handler) http.Handler {
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		if id, ok := known.client(token); ok {
 			return &auth.TokenInfo{UserID: id}, nil
@@ -158,7 +159,7 @@ func challenge(r *http.Request) string {
 // OpsHandler serves /healthz, /readyz and /metrics only (beside stdio):
 // the last two to a client with one of tokens, unless serve.ops_public.
 func (s *Server) OpsHandler(tokens []string) http.Handler {
-	return s.checkHost(s.ops(requireBearer(tokens)))
+	return s.checkHost(s.ops(requireBearer(newTokens(tokens, s.o.Clients))))
 }
 
 // ops serves /healthz to anyone, /readyz and /metrics through
@@ -227,32 +228,46 @@ func withPort(host string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), "0")
 }
 
-// tokens are the bearer tokens the server takes, as SHA-256 digests. A
-// token presented is hashed and compared with every digest in constant
-// time: the time taken tells neither its length, nor how much of it is
-// right, nor which token it is.
-type tokens [][sha256.Size]byte
+// tokens are the bearer tokens the server takes, as SHA-256 digests, each
+// with its client's name ("" for an anonymous one). A token presented is
+// hashed and compared with every digest in constant time: the time taken
+// tells neither its length, nor how much of it is right, nor which token
+// it is.
+type tokens []knownToken
 
-func newTokens(ts []string) tokens {
-	ds := make(tokens, len(ts))
-	for i, t := range ts {
-		ds[i] = sha256.Sum256([]byte(t))
+type knownToken struct {
+	digest [sha256.Size]byte
+	name   string
+}
+
+// newTokens are the anonymous tokens ts and the named clients' tokens.
+func newTokens(ts []string, named map[string]string) tokens {
+	var ds tokens
+	for _, t := range ts {
+		ds = append(ds, knownToken{digest: sha256.Sum256([]byte(t))})
+	}
+	for _, name := range slices.Sorted(maps.Keys(named)) {
+		ds = append(ds, knownToken{digest: sha256.Sum256([]byte(named[name])), name: name})
 	}
 	return ds
 }
 
-// client returns the client key of token if it is one of ts: part of its
-// digest, so that no token is kept in the server's maps or logs.
+// client returns the client of token if it is one of ts: its name, or, for
+// an anonymous token, part of its digest, so that no token is kept in the
+// server's maps or logs.
 func (ts tokens) client(token string) (string, bool) {
 	d := sha256.Sum256([]byte(token))
 	match := -1
 	for i := range ts {
-		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], ts[i][:]), i, match)
+		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], ts[i].digest[:]), i, match)
 	}
 	if match < 0 {
 		return "", false
 	}
-	return "token:" + hex.EncodeToString(ts[match][:8]), true
+	if n := ts[match].name; n != "" {
+		return n, true
+	}
+	return "token:" + hex.EncodeToString(ts[match].digest[:8]), true
 }
 
 // ready answers 200 when the warm pools have jails ready (or have served

@@ -202,11 +202,12 @@ func TestHTTPChallenge(t *testing.T) {
 	}
 }
 
-// Each token is its own client; a token that differs from one of them in
-// its last byte, its length, or altogether is none.
+// Each token is its own client, a named client's by its name; a token
+// that differs from one of them in its last byte, its length, or
+// altogether is none.
 func TestTokenClient(t *testing.T) {
 	ts := []string{tokenA, tokenB, "another-token-of-another-length"}
-	known := newTokens(ts)
+	known := newTokens(ts, map[string]string{"ci": "named-client-token-0123", "alice": "alice-token-456789abc"})
 	seen := map[string]bool{}
 	for _, tok := range ts {
 		d := sha256.Sum256([]byte(tok))
@@ -222,7 +223,12 @@ func TestTokenClient(t *testing.T) {
 			t.Errorf("wrong token %q taken as client %q", wrong, id)
 		}
 	}
-	if id, ok := newTokens(nil).client(""); ok {
+	for tok, name := range map[string]string{"named-client-token-0123": "ci", "alice-token-456789abc": "alice"} {
+		if id, ok := known.client(tok); !ok || id != name {
+			t.Errorf("a named client's token: %q, %v; want %q", id, ok, name)
+		}
+	}
+	if id, ok := newTokens(nil, nil).client(""); ok {
 		t.Errorf("no tokens, yet the empty one is client %q", id)
 	}
 }

@@ -23,9 +23,11 @@ import (
 // binary) over a hundred page faults in package inits, for five families.
 type metrics struct {
 	servers []string // the configured servers: the only server labels
+	clients []string // the named clients, and stdio: the only client labels
 
 	mu         sync.Mutex
 	executions counterVec
+	byClient   counterVec
 	violations counterVec
 	toolCalls  counterVec
 	egress     counterVec
@@ -57,13 +59,15 @@ type funcMetric struct {
 	by    func() map[string]float64
 }
 
-func newMetrics(servers []string) *metrics {
+func newMetrics(servers, clients []string) *metrics {
 	vec := func(name, help string, labels ...string) counterVec {
 		return counterVec{name: name, help: help, labels: labels, values: map[string]float64{}}
 	}
 	bounds := []float64{.002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 	return &metrics{
 		servers:    servers,
+		clients:    append(slices.Clone(clients), "stdio"),
+		byClient:   vec("crucible_client_executions_total", "Executions by client: a named client (clients), stdio, or other (an anonymous token).", "client"),
 		executions: vec("crucible_executions_total", "Executions by outcome: ok, failed (the program failed or was stopped), refused (busy, rate limited, bad arguments), error (the sandbox could not run it).", "outcome"),
 		violations: vec("crucible_violations_total", "Operations the sandbox refused, by kind.", "kind"),
 		toolCalls:  vec("crucible_tool_calls_total", "Tool calls made by programs, by server and outcome (ok, error).", "server", "outcome"),
@@ -109,10 +113,14 @@ func (c *counterVec) add(v float64, values ...string) {
 	c.values[b.String()] += v
 }
 
-// execution counts one execute call.
-func (m *metrics) execution(out *executeOut, err error, took time.Duration) {
+// execution counts one execute call of client.
+func (m *metrics) execution(client string, out *executeOut, err error, took time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !slices.Contains(m.clients, client) {
+		client = "other" // an anonymous token: one label for them all
+	}
+	m.byClient.add(1, client)
 	h := &m.duration
 	h.counts[sort.SearchFloat64s(h.bounds, took.Seconds())]++ // the first bound >= the value
 	h.sum += took.Seconds()
@@ -169,7 +177,7 @@ func (f *family) add(suffix, labels string, v float64) {
 func (m *metrics) families() []family {
 	m.mu.Lock()
 	var fams []family
-	for _, c := range []*counterVec{&m.executions, &m.violations, &m.toolCalls, &m.egress} {
+	for _, c := range []*counterVec{&m.executions, &m.byClient, &m.violations, &m.toolCalls, &m.egress} {
 		f := family{name: c.name, help: c.help, typ: "counter"}
 		for _, k := range slices.Sorted(maps.Keys(c.values)) {
 			f.add("", k, c.values[k])

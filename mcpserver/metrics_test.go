@@ -201,7 +201,7 @@ func TestMetricsScrape(t *testing.T) {
 // back as it was; and the metrics may be updated and scraped at once.
 func TestMetricsEscaping(t *testing.T) {
 	hostile := "a\"} 1\nevil_total 2\n\\n\\\"{x=\"y"
-	m := newMetrics([]string{hostile})
+	m := newMetrics([]string{hostile}, []string{"ci"})
 	m.gauge("crucible_test_gauge", "Help with a \\ backslash\nand a new line.", func() float64 { return 1.5 })
 	out := &executeOut{Violations: []sandbox.Violation{{Kind: hostile, Count: 3}},
 		ToolCalls: []sandbox.ToolCall{{Server: hostile, OK: true}, {Server: "minted", OK: false}}}
@@ -209,7 +209,7 @@ func TestMetricsEscaping(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				m.execution(out, nil, 3*time.Millisecond)
+				m.execution("ci", out, nil, 3*time.Millisecond)
 			}
 		})
 	}

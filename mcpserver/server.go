@@ -46,6 +46,10 @@ type Options struct {
 	// ProgressEvery is how often a running execution sends a progress
 	// notification to a client that asked for them. Default 5s.
 	ProgressEvery time.Duration
+	// Clients are the named clients' bearer tokens, by name (the config's
+	// clients section, their tokens read): each is the client of that
+	// name, beside the anonymous tokens that Handler takes.
+	Clients map[string]string
 }
 
 // Server is one `crucible serve`: its MCP servers (one per way of being
@@ -136,7 +140,7 @@ func New(o Options) (*Server, error) {
 		gate:     newGate(sv.MaxConcurrent, time.Duration(sv.BusyWait)),
 		rate:     newRateLimiter(sv.Rate, sv.Burst),
 		spaces:   spaces,
-		stats:    newMetrics(o.Tools.Servers()),
+		stats:    newMetrics(o.Tools.Servers(), o.Config.ClientNames()),
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: map[*mcp.ServerSession]*session{},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
@@ -44,5 +45,53 @@ func TestAttackTenantMemory(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), "token-") {
 		t.Errorf("state files %q, want A's alone", files)
+	}
+}
+
+// A named client is known by its name: the audit trail's execution line
+// and the metrics say it, a rule's client.name sees it; an anonymous token
+// is "other" in the metrics, whose labels only configured names make.
+func TestNamedClients(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	const ciToken = "ci-token-0123456789abcdef"
+	trail := filepath.Join(t.TempDir(), "audit.ndjson")
+	aw, err := audit.Open(trail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := everything(t)
+	ev.Rules = []config.CallRule{{Tools: []string{"echo"}, AllowIf: `client.name == "ci"`, Reason: "only ci echoes"}}
+	cfg, tools := testConfig(t, func(c *config.Config) {
+		c.Servers = map[string]config.Server{"ev": ev}
+		c.Clients = map[string]config.Client{"ci": {Token: config.SecretSource{From: "env:UNUSED"}}}
+	})
+	s, err := New(Options{Config: cfg, Tools: tools, Audit: aw, Version: "test", Clients: map[string]string{"ci": ciToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Close()
+		tools.Close()
+		_ = aw.Close()
+	})
+	url := serveHTTP(t, s)
+	code := `try { return await tools.ev.echo({ message: "x" }) } catch (e) { return "refused: " + e.message }`
+	for token, want := range map[string]string{ciToken: `"Echo: x"`, tokenA: "only ci echoes"} {
+		if _, out := execute(t, connectHTTP(t, url, token, ""), map[string]any{"code": code}); out == nil || !strings.Contains(string(out.Result), want) {
+			t.Errorf("token %.6s: %+v, want %q", token, out, want)
+		}
+	}
+	_, body := get(t, url, "/metrics", "", ciToken)
+	for _, want := range []string{`crucible_client_executions_total{client="ci"} 1`, `crucible_client_executions_total{client="other"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(trail)
+	if !strings.Contains(string(b), `"event":"execution","exec":`) || !strings.Contains(string(b), `"client":"ci"`) {
+		t.Errorf("the audit trail does not name the client:\n%s", b)
 	}
 }

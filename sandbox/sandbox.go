@@ -233,7 +233,7 @@ func (x *execution) protect() {
 // begin marks the moment the execution's work starts, for caller: it gets
 // its id, and its duration counts from here (not from a warm jail's birth).
 func (x *execution) begin(ev audit.Execution, caller toolbridge.Caller) {
-	ev.Exec = newID()
+	ev.Exec, ev.Client = newID(), caller.Client
 	x.ev, x.began, x.caller = ev, time.Now(), caller
 	if x.net != nil {
 		x.net.begin(ev.Exec, caller.Client)

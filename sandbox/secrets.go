@@ -148,6 +148,11 @@ func (s *Secrets) loadSigner(name string, sec *config.Secret, at string) error {
 	return nil
 }
 
+// ReadSource reads a value from a source as a secret's is read ("env:VAR"
+// or "file:/path"): a client's bearer token, say. Its errors name neither
+// the value nor the file's path (the caller names the setting).
+func ReadSource(from string) ([]byte, error) { return readSource(from) }
+
 // readSource reads a value. Its errors name neither the value nor the
 // file's path (the caller names the setting).
 func readSource(from string) ([]byte, error) {

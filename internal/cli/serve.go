@@ -72,6 +72,10 @@ func runServe(ctx context.Context, args []string, env Env) int {
 	if err := sandbox.CheckConfig(cfg); err != nil {
 		return fail("%v", err)
 	}
+	clients, err := clientTokens(cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
 	var tokens []string
 	if *httpAddr != "" {
 		var err error
@@ -105,7 +109,7 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		return fail("%v", err)
 	}
 	defer tools.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version})
+	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, Clients: clients})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -163,8 +167,8 @@ func serveTokens(cfg *config.Config, addr string, env Env) ([]string, error) {
 		tokens = append(tokens, cfg.Serve.Token)
 	}
 	tokens = append(tokens, cfg.Serve.Tokens...)
-	if len(tokens) > 0 {
-		return tokens, nil
+	if len(tokens) > 0 || len(cfg.Clients) > 0 {
+		return tokens, nil // named clients need no anonymous token
 	}
 	if !mcpserver.Loopback(addr) {
 		return nil, fmt.Errorf("--http %s is not a loopback address: set a token (CRUCIBLE_TOKEN or serve.token) for the clients to present", addr)
@@ -189,4 +193,26 @@ func listen(ctx context.Context, addr string, h http.Handler, env Env) (stop fun
 		defer cancel()
 		_ = shutdown(sctx)
 	}, nil
+}
+
+// clientTokens reads the named clients' bearer tokens: by name, each
+// checked as a token and none shared by two clients.
+func clientTokens(cfg *config.Config) (map[string]string, error) {
+	out := map[string]string{}
+	by := map[string]string{}
+	for _, name := range cfg.ClientNames() {
+		b, err := sandbox.ReadSource(cfg.Clients[name].Token.From)
+		if err != nil {
+			return nil, fmt.Errorf("clients.%s.token: %w", name, err)
+		}
+		t := string(b)
+		if !config.TokenOK(t) {
+			return nil, fmt.Errorf("clients.%s.token: must be at least 16 characters, without spaces or line breaks", name)
+		}
+		if other, ok := by[t]; ok {
+			return nil, fmt.Errorf("clients.%s.token: the same as clients.%s's: each client needs a token of its own", name, other)
+		}
+		by[t], out[name] = name, t
+	}
+	return out, nil
 }
