@@ -13,6 +13,9 @@ import (
 // {client} call it.
 type Client struct {
 	Token SecretSource `yaml:"token"`
+	// Profile names the subset of the configuration the client gets
+	// (profiles); "" is the whole of it.
+	Profile string `yaml:"profile,omitempty"`
 }
 
 // clientName is a client's name. stdio, local and catalog name the stdio

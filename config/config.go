@@ -52,6 +52,9 @@ type Config struct {
 	// Clients name the clients of crucible serve by their bearer tokens
 	// (beside serve.token and serve.tokens, which stay anonymous).
 	Clients map[string]Client `yaml:"clients,omitempty"`
+	// Profiles are named subsets of this configuration, which clients get
+	// (see profiles.go).
+	Profiles map[string]Profile `yaml:"profiles,omitempty"`
 	// Serve configures `crucible serve` (see serve.go).
 	Serve Serve `yaml:"serve"`
 
@@ -685,6 +688,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateClients(); err != nil {
+		return err
+	}
+	if err := c.validateProfiles(); err != nil {
 		return err
 	}
 	return c.Serve.validate(c.Sandbox.TmpSize)

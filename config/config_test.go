@@ -4,10 +4,12 @@ import (
 	"errors"
 	"flag"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -339,6 +341,10 @@ func TestParseErrors(t *testing.T) {
 		{"servers: [gh]\n", `c.yaml:1: servers: must be a mapping, not a list`},
 		{"clients:\n  CI: {token: {from: env:X}}\n", `c.yaml:2: clients["CI"]: the name must be lowercase letters, digits, _ and -, starting with a letter, at most 64`},
 		{"clients:\n  stdio: {token: {from: env:X}}\n", `c.yaml:2: clients["stdio"]: "stdio" names a client of its own already (stdio, local, catalog are taken)`},
+		{"clients:\n  ci: {token: {from: env:X}, profile: dev}\n", `c.yaml:2: clients["ci"].profile: "dev" is not in the profiles section`},
+		{"profiles:\n  dev: {servers: [gh]}\n", `c.yaml:2: profiles["dev"].servers[0]: "gh" is not in the servers section`},
+		{"secrets:\n  T: {from: env:T, hosts: [x.test]}\napis:\n  gh: {hosts: [x.test], secrets: [T]}\nprofiles:\n  dev: {apis: [gh]}\n", `c.yaml:6: profiles["dev"].apis: the API gh takes the secret T, which the profile does not have: add it to its secrets, or leave the API out`},
+		{"profiles:\n  dev: {tools: {max_calls: 1000}}\n", `c.yaml:2: profiles["dev"].tools.max_calls: can only lower the tools section's 50, not raise it to 1000`},
 		{"clients:\n  ci: {}\n", `c.yaml:2: clients["ci"].token: needs from: env:VAR or file:/absolute/path, where its bearer token is`},
 		{"clients:\n  ci: {token: {from: s3cr3t-token-value}}\n", `c.yaml:2: clients["ci"].token.from: must be env:VAR or file:/absolute/path`},
 		{"apis:\n  gh:\n    hosts: [x.test]\n    rules:\n      - allow: GET /x\n        if: 'request.query.q =='\n", `c.yaml:6: apis["gh"].rules[0].if: at character 19 of the condition: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}`},
@@ -641,5 +647,35 @@ func TestSecretHostsFromAPIs(t *testing.T) {
 	}
 	if got := c.SecretHosts("U"); !reflect.DeepEqual(got, []string{"u.test", "a.test", "b.test"}) {
 		t.Errorf("SecretHosts(U) = %v", got)
+	}
+}
+
+// A profile's configuration holds only what the profile names, its tool
+// limits lowered; the whole configuration is left as it was.
+func TestForProfile(t *testing.T) {
+	c := Default()
+	c.Servers = map[string]Server{"docs": {Command: "d"}, "github": {Command: "g"}}
+	c.Secrets = map[string]Secret{"GH": {From: "env:GH", Hosts: []string{"api.github.com"}}, "OTHER": {From: "env:O", Hosts: []string{"x.test"}}}
+	c.APIs = map[string]API{"github": {Hosts: []string{"api.github.com"}, Secrets: []string{"GH"}}}
+	c.Profiles = map[string]Profile{
+		"readonly": {Servers: []string{"docs"}},
+		"dev":      {Servers: []string{"docs", "github"}, APIs: []string{"github"}, Secrets: []string{"GH"}, Tools: Tools{MaxCalls: 5}},
+	}
+	c.Clients = map[string]Client{"ci": {Token: SecretSource{From: "env:CI"}, Profile: "readonly"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ro, dev := c.ForProfile("readonly"), c.ForProfile("dev")
+	if !slices.Equal(slices.Sorted(maps.Keys(ro.Servers)), []string{"docs"}) || len(ro.APIs) != 0 || len(ro.Secrets) != 0 || ro.Tools.MaxCalls != 50 {
+		t.Errorf("readonly: %+v %+v %+v %+v", ro.Servers, ro.APIs, ro.Secrets, ro.Tools)
+	}
+	if len(dev.Servers) != 2 || len(dev.APIs) != 1 || !slices.Equal(slices.Sorted(maps.Keys(dev.Secrets)), []string{"GH"}) || dev.Tools.MaxCalls != 5 {
+		t.Errorf("dev: %+v %+v %+v %+v", dev.Servers, dev.APIs, dev.Secrets, dev.Tools)
+	}
+	if err := dev.Validate(); err != nil {
+		t.Errorf("a profile's configuration does not validate: %v", err)
+	}
+	if len(c.Servers) != 2 || len(c.Secrets) != 2 || c.Tools.MaxCalls != 50 || c.ForProfile("") != c || c.ProfileOf("ci") != "readonly" || c.ProfileOf("stdio") != "" {
+		t.Errorf("the whole configuration changed: %+v", c)
 	}
 }

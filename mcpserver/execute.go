@@ -100,7 +100,7 @@ func executeTool() *mcp.Tool {
 // executeHandler runs execute: checks, limits, a workspace, the sandbox,
 // in a run of its own; a 2026-07-28 client's retry that answers an
 // approval takes up the run it names.
-func (s *Server) executeHandler(stateless bool) mcp.ToolHandlerFor[executeIn, *executeOut] {
+func (s *Server) executeHandler(v *view, stateless bool) mcp.ToolHandlerFor[executeIn, *executeOut] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in executeIn) (*mcp.CallToolResult, *executeOut, error) {
 		var r *run
 		if state := req.Params.RequestState; state != "" {
@@ -108,7 +108,7 @@ func (s *Server) executeHandler(stateless bool) mcp.ToolHandlerFor[executeIn, *e
 			if r, err = s.approvals.resume(state, clientOf(req), req.Params.InputResponses); err != nil {
 				return nil, nil, err
 			}
-		} else if r = s.start(ctx, req, in, stateless); r == nil {
+		} else if r = s.start(ctx, v, req, in, stateless); r == nil {
 			return nil, nil, errClosing
 		}
 		stop := s.progress(ctx, req)
@@ -135,7 +135,7 @@ func (s *Server) executeHandler(stateless bool) mcp.ToolHandlerFor[executeIn, *e
 // call that Close waits for; nil once Close has begun. It ends with ctx,
 // the call's, only through the handler: a run that asks a 2026-07-28
 // client for an approval outlives the call that began it.
-func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, in executeIn, stateless bool) *run {
+func (s *Server) start(ctx context.Context, v *view, req *mcp.CallToolRequest, in executeIn, stateless bool) *run {
 	if !s.join(&s.calls) {
 		return nil
 	}
@@ -147,14 +147,14 @@ func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, in execute
 		defer s.calls.Done()
 		defer cancel()
 		began := time.Now()
-		r.out, r.err = s.execute(rctx, req, in, stateless, caller)
+		r.out, r.err = s.execute(rctx, v, req, in, stateless, caller)
 		s.stats.execution(caller.Client, r.out, r.err, time.Since(began))
 		close(r.done)
 	}()
 	return r
 }
 
-func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in executeIn, stateless bool, caller toolbridge.Caller) (*executeOut, error) {
+func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest, in executeIn, stateless bool, caller toolbridge.Caller) (*executeOut, error) {
 	language := cmp.Or(in.Language, "ts")
 	file, ok := languages[language]
 	switch {
@@ -195,7 +195,7 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in execu
 	}
 	defer s.spaces.Release(ws)
 
-	res, err := s.runProgram(ctx, ws.Dir, language, in.Code, file, caller)
+	res, err := s.runProgram(ctx, v, ws.Dir, language, in.Code, file, caller)
 	if err != nil {
 		return nil, s.runError(err)
 	}
@@ -303,17 +303,17 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 
 // runProgram runs the program with dir at /workspace: in a warm jail of
 // the pool of its language, else in a new jail.
-func (s *Server) runProgram(ctx context.Context, dir, language, code, file string, caller toolbridge.Caller) (*sandbox.Result, error) {
-	if p := s.poolFor(language); p != nil {
+func (s *Server) runProgram(ctx context.Context, v *view, dir, language, code, file string, caller toolbridge.Caller) (*sandbox.Result, error) {
+	if p := v.poolFor(language); p != nil {
 		return p.Do(ctx, sandbox.Job{Source: []byte(code), File: file, Language: language, Workspace: dir, Caller: caller})
 	}
-	cfg := *s.cfg
+	cfg := *v.cfg
 	cfg.Sandbox.Workspace = dir
 	prog, err := sandbox.Program(&cfg, language, []byte(code), file)
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: s.o.Tools, Secrets: s.o.Secrets, Skills: s.cfg.Serve.Skills, Caller: caller})
+	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: v.tools, Secrets: v.secrets, Skills: s.cfg.Serve.Skills, Caller: caller})
 }
 
 // sessionHandle is the handle of se's workspace, "" before it has one.

@@ -40,12 +40,13 @@ const requestHeader = "X-Crucible-Request"
 // required, Origin checked), and /healthz, /readyz and /metrics.
 func (s *Server) Handler(tokens []string) http.Handler {
 	maxBody := int64(s.cfg.Serve.MaxBody)
-	sessionful := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sessionful }, &mcp.StreamableHTTPOptions{
+	// Each client gets its profile's view: its tools, its search.
+	sessionful := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.viewOf(requestClient(r)).sessionful }, &mcp.StreamableHTTPOptions{
 		Logger:              s.log,
 		SessionTimeout:      time.Duration(s.cfg.Serve.WorkspaceTTL),
 		MaxRequestBodyBytes: maxBody,
 	})
-	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.stateless }, &mcp.StreamableHTTPOptions{
+	stateless := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.viewOf(requestClient(r)).stateless }, &mcp.StreamableHTTPOptions{
 		Logger:                       s.log,
 		Stateless:                    true,
 		MaxRequestBodyBytes:          maxBody,
@@ -273,7 +274,7 @@ func (ts tokens) client(token string) (string, bool) {
 // ready answers 200 when the warm pools have jails ready (or have served
 // executions) and no MCP server's last start failed.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	for _, p := range s.pools {
+	for _, p := range s.allPools() {
 		if st := p.Stats(); st.Ready == 0 && st.Warm+st.Cold == 0 {
 			why := "the warm pool of " + strings.Join(p.Languages(), " and ") + " programs is filling"
 			if se := p.Failure(); se != nil {
@@ -286,9 +287,11 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	// What the bridge knows, starting nothing: a probe must not start
 	// servers (for whom? at whose cost?).
-	if failing := s.o.Tools.Failing(); len(failing) > 0 {
-		http.Error(w, "not ready: servers failing to start: "+strings.Join(failing, ", "), http.StatusServiceUnavailable)
-		return
+	for _, v := range s.views {
+		if failing := v.tools.Failing(); len(failing) > 0 {
+			http.Error(w, "not ready: servers failing to start: "+strings.Join(failing, ", "), http.StatusServiceUnavailable)
+			return
+		}
 	}
 	fmt.Fprintln(w, "ready")
 }
@@ -376,10 +379,7 @@ func (q *requests) context(id string) context.Context {
 // id) if client may open one more session, and keeps count of the session
 // made until it ends.
 func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	client := ""
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-		client = ti.UserID
-	}
+	client := requestClient(r)
 	if err := s.rate.allow(client); err != nil {
 		http.Error(w, "Too Many Requests: "+err.Error(), http.StatusTooManyRequests)
 		return
@@ -399,7 +399,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Hand
 	h.ServeHTTP(w, r)
 	var made *mcp.ServerSession
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-		for ss := range s.sessionful.Sessions() {
+		for ss := range s.viewOf(client).sessionful.Sessions() {
 			if ss.ID() == id {
 				made = ss
 				break
@@ -432,4 +432,13 @@ func (s *Server) closeSession(client string) {
 	if s.opened[client]--; s.opened[client] <= 0 {
 		delete(s.opened, client)
 	}
+}
+
+// requestClient is the client of an HTTP request that passed the bearer
+// check: its token's; "" before it.
+func requestClient(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
 }

@@ -36,14 +36,21 @@ func searchTool() *mcp.Tool {
 // tools (each is started on first use).
 const listTimeout = 30 * time.Second
 
-func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+// searchHandler answers search_tools from v's tools and APIs alone.
+func (s *Server) searchHandler(v *view) mcp.ToolHandlerFor[searchIn, any] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+		return v.search(ctx, req, in)
+	}
+}
+
+func (v *view) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	tools, err := s.o.Tools.List(ctx)
-	catalog := s.o.Tools.APIs()
+	tools, err := v.tools.List(ctx)
+	catalog := v.tools.APIs()
 	var text string
 	if in.Query == "" {
-		text = renderServers(s.o.Tools.Servers(), tools)
+		text = renderServers(v.tools.Servers(), tools)
 		if list := catalog.List(); len(list) > 0 {
 			text += "\nHTTP APIs (call them with fetch; search to see their operations and how to authenticate):\n"
 			for _, a := range list {
@@ -71,7 +78,7 @@ func (s *Server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 	if err != nil {
 		// Which servers could not be listed: their names, not why (the
 		// reason may name the operator's paths).
-		text += "\nSome servers could not list their tools now: " + unlisted(s.o.Tools.Servers(), tools) + "\n"
+		text += "\nSome servers could not list their tools now: " + unlisted(v.tools.Servers(), tools) + "\n"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 }

@@ -63,15 +63,10 @@ type Server struct {
 	spaces *workspace.Set
 	stats  *metrics
 
-	// sessionful serves stdio and 2025-11-25 HTTP sessions: a session's
-	// executions share its workspace. stateless serves 2026-07-28
-	// requests: each execution without a handle gets a fresh workspace.
-	sessionful, stateless *mcp.Server
-
-	// pools keep warm jails, one pool per worker (the engine's, for ts and
-	// js; Python's), serve.pool of them each: every execution in their
-	// languages takes one, its workspace bound in when it arrives.
-	pools []*sandbox.Pool
+	// views are what each profile's clients get, by profile; "" is the
+	// whole configuration's (stdio, anonymous tokens, clients without a
+	// profile).
+	views map[string]*view
 
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
@@ -147,29 +142,26 @@ func New(o Options) (*Server, error) {
 	}
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
-	if sv.Pool > 0 {
-		for _, l := range poolLanguages {
-			if _, err := sandbox.Program(o.Config, l, nil, "-"); err != nil {
-				// Its runtime is missing (python3): its jails would never
-				// be ready. Its programs run in new jails, which say why.
-				log.Warn("no warm jails for a language", "language", l, "error", err)
-				continue
-			}
-			p, err := sandbox.NewPool(o.Config, l, sandbox.PoolOptions{
-				Size: sv.Pool, Idle: poolIdle, InFlight: sv.MaxConcurrent,
-				Audit: o.Audit, Tools: o.Tools, Secrets: o.Secrets,
-				Workspaces: true, Skills: sv.Skills,
-			})
-			if err != nil {
-				_ = s.Close()
-				return nil, err
-			}
-			s.pools = append(s.pools, p)
+	s.views = map[string]*view{"": {cfg: o.Config, tools: o.Tools, secrets: o.Secrets}}
+	for _, name := range o.Config.ProfileNames() {
+		v, err := s.profileView(name)
+		if err != nil {
+			_ = s.Close()
+			return nil, err
 		}
+		s.views[name] = v
+	}
+	for _, v := range s.views {
+		if err := s.build(v); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+	if sv.Pool > 0 {
 		poolCount := func(f func(sandbox.PoolStats) int64) func() float64 {
 			return func() float64 {
 				var n int64
-				for _, p := range s.pools {
+				for _, p := range s.allPools() {
 					n += f(p.Stats())
 				}
 				return float64(n)
@@ -180,7 +172,7 @@ func New(o Options) (*Server, error) {
 		s.stats.counter("crucible_pool_cold_total", "Executions that waited for their jail to be built, or to finish starting.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
 		s.stats.counterBy("crucible_pool_misses_total", "Executions that found no warm jail of their language ready, by language.", "language", func() map[string]float64 {
 			m := map[string]float64{}
-			for _, p := range s.pools {
+			for _, p := range s.allPools() {
 				for _, l := range p.Languages() {
 					m[l] += 0 // every language, before its first miss
 				}
@@ -190,13 +182,6 @@ func New(o Options) (*Server, error) {
 			}
 			return m
 		})
-	}
-	if s.sessionful, err = s.newMCP(false); err == nil {
-		s.stateless, err = s.newMCP(true)
-	}
-	if err != nil {
-		_ = s.Close()
-		return nil, err
 	}
 	s.wg.Add(1)
 	go s.sweep()
@@ -210,10 +195,15 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.calls.Wait()
-	for _, p := range s.pools {
+	for _, p := range s.allPools() {
 		p.Close()
 	}
 	s.wg.Wait()
+	for _, v := range s.views {
+		if v.owned {
+			v.tools.Close()
+		}
+	}
 	return s.spaces.Close()
 }
 
@@ -253,8 +243,8 @@ const instructions = `Crucible runs your code in a fresh, locked-down sandbox. U
 
 Limits: each program has a time, memory and output limit, a bounded number of tool calls, and reaches only the network hosts the operator allowed. A refused operation is listed in "violations" with the reason: change the program rather than retry it.`
 
-// newMCP makes one of the server's MCP faces with its tools.
-func (s *Server) newMCP(stateless bool) (*mcp.Server, error) {
+// newMCP makes one of the MCP faces of view v with its tools.
+func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 	ins := instructions
 	if s.cfg.Serve.Skills != "" {
 		ins += "\n\nSkills: reusable programs, listed as resources skill://NAME; import them as `import { f } from \"/skills/NAME.ts\"` (Python: `import NAME`)."
@@ -266,10 +256,10 @@ func (s *Server) newMCP(stateless bool) (*mcp.Server, error) {
 		Instructions: ins,
 		Logger:       s.log,
 	})
-	if err := addTool(s, srv, executeTool(), s.executeHandler(stateless)); err != nil {
+	if err := addTool(s, srv, executeTool(), s.executeHandler(v, stateless)); err != nil {
 		return nil, err
 	}
-	if err := addTool(s, srv, searchTool(), s.search); err != nil {
+	if err := addTool(s, srv, searchTool(), s.searchHandler(v)); err != nil {
 		return nil, err
 	}
 	if s.cfg.Serve.Skills != "" {
@@ -362,12 +352,95 @@ func (s *Server) sessionOf(ss *mcp.ServerSession, client string) *session {
 	return se
 }
 
-// poolFor is the pool whose jails run language's programs, if any.
-func (s *Server) poolFor(language string) *sandbox.Pool {
-	for _, p := range s.pools {
+// poolFor is the pool of v whose jails run language's programs, if any.
+func (v *view) poolFor(language string) *sandbox.Pool {
+	for _, p := range v.pools {
 		if p.Serves(language) {
 			return p
 		}
 	}
 	return nil
+}
+
+// view is what the clients of one profile get: the configuration narrowed
+// to the profile, its tools, its secrets and its warm jails, and the MCP
+// servers that offer them. A client calls nothing, and sees nothing in a
+// search or a listing, that its view does not hold.
+type view struct {
+	cfg     *config.Config
+	tools   *sandbox.Tools
+	secrets *sandbox.Secrets
+	owned   bool // tools were made for the view: Close closes them
+
+	// sessionful serves stdio and 2025-11-25 HTTP sessions: a session's
+	// executions share its workspace. stateless serves 2026-07-28
+	// requests: each execution without a handle gets a fresh workspace.
+	sessionful, stateless *mcp.Server
+
+	// pools keep warm jails, one pool per worker (the engine's, for ts
+	// and js; Python's), serve.pool of them each: every execution in their
+	// languages takes one, its workspace bound in when it arrives.
+	pools []*sandbox.Pool
+}
+
+// profileView makes the view of profile name: its configuration, and the
+// tools and secrets read for it alone.
+func (s *Server) profileView(name string) (*view, error) {
+	cfg := s.cfg.ForProfile(name)
+	secrets, err := sandbox.LoadSecrets(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("profiles.%s: %w", name, err)
+	}
+	tools, err := sandbox.NewTools(cfg, s.o.Audit, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("profiles.%s: %w", name, err)
+	}
+	return &view{cfg: cfg, tools: tools, secrets: secrets, owned: true}, nil
+}
+
+// build makes v's warm pools and MCP servers.
+func (s *Server) build(v *view) error {
+	sv := &s.cfg.Serve
+	if sv.Pool > 0 {
+		for _, l := range poolLanguages {
+			if _, err := sandbox.Program(v.cfg, l, nil, "-"); err != nil {
+				// Its runtime is missing (python3): its jails would never
+				// be ready. Its programs run in new jails, which say why.
+				s.log.Warn("no warm jails for a language", "language", l, "error", err)
+				continue
+			}
+			p, err := sandbox.NewPool(v.cfg, l, sandbox.PoolOptions{
+				Size: sv.Pool, Idle: poolIdle, InFlight: sv.MaxConcurrent,
+				Audit: s.o.Audit, Tools: v.tools, Secrets: v.secrets,
+				Workspaces: true, Skills: sv.Skills,
+			})
+			if err != nil {
+				return err
+			}
+			v.pools = append(v.pools, p)
+		}
+	}
+	var err error
+	if v.sessionful, err = s.newMCP(v, false); err == nil {
+		v.stateless, err = s.newMCP(v, true)
+	}
+	return err
+}
+
+// allPools are every view's pools.
+func (s *Server) allPools() []*sandbox.Pool {
+	var out []*sandbox.Pool
+	for _, v := range s.views {
+		out = append(out, v.pools...)
+	}
+	return out
+}
+
+// viewOf is the view of client: its profile's, else the whole
+// configuration's.
+func (s *Server) viewOf(client string) *view {
+	if v := s.views[s.cfg.ProfileOf(client)]; v != nil {
+		return v
+	}
+	return s.views[""]
 }

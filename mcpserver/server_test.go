@@ -29,9 +29,22 @@ const (
 // newServer makes a Server on the default configuration, changed by edit.
 func newServer(t *testing.T, edit func(*config.Config)) *Server {
 	t.Helper()
+	return newServerWith(t, Options{}, edit)
+}
+
+// newServerWith is newServer with more options: o's Config, Tools and
+// Secrets are made here.
+func newServerWith(t *testing.T, o Options, edit func(*config.Config)) *Server {
+	t.Helper()
 	cfg, tools := testConfig(t, edit)
-	s, err := New(Options{Config: cfg, Tools: tools, Version: "test", ProgressEvery: time.Second})
+	secrets, err := sandbox.LoadSecrets(cfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	o.Config, o.Tools, o.Secrets, o.Version, o.ProgressEvery = cfg, tools, secrets, "test", time.Second
+	s, err := New(o)
+	if err != nil {
+		tools.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -584,7 +597,7 @@ func TestCancel(t *testing.T) {
 	}
 
 	// The pools' jails served the fresh workspaces.
-	if st := s.poolFor("ts").Stats(); st.Warm+st.Cold == 0 {
+	if st := s.views[""].poolFor("ts").Stats(); st.Warm+st.Cold == 0 {
 		t.Errorf("no execution ran on the pool: %+v", st)
 	}
 }
@@ -624,7 +637,7 @@ func TestProgress(t *testing.T) {
 // waitReady waits until the pool of language has a jail ready.
 func waitReady(t *testing.T, s *Server, language string) {
 	t.Helper()
-	p := s.poolFor(language)
+	p := s.views[""].poolFor(language)
 	for end := time.Now().Add(time.Minute); p.Stats().Ready == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("the %s pool had no jail ready in a minute", language)
@@ -678,7 +691,7 @@ func TestEveryCallWarm(t *testing.T) {
 	if out == nil || string(out.Result) != `"handle"` {
 		t.Errorf("stateless, with the handle: %+v", out)
 	}
-	ts, py := s.poolFor("ts").Stats(), s.poolFor("py").Stats()
+	ts, py := s.views[""].poolFor("ts").Stats(), s.views[""].poolFor("py").Stats()
 	if ts.Cold != 0 || py.Cold != 0 || ts.Warm != 6 || py.Warm != 2 {
 		t.Errorf("pools served ts %+v, py %+v; want 6 and 2 executions, every one warm", ts, py)
 	}

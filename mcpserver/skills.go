@@ -198,7 +198,7 @@ func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveS
 		return nil, nil, errors.New("the skill could not be saved; the server's log says why")
 	}
 	_ = s.o.Audit.Log(audit.Skill{Op: "save", Name: in.Name, Client: clientOf(req), CodeHash: fmt.Sprintf("%x", sha256.Sum256(src))})
-	for _, srv := range []*mcp.Server{s.sessionful, s.stateless} {
+	for _, srv := range s.mcpServers() {
 		s.addSkillResource(srv, in.Name, desc)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
@@ -216,7 +216,7 @@ func (s *Server) deleteSkill(_ context.Context, req *mcp.CallToolRequest, in del
 		return nil, nil, skillError(in.Name, "deleted", err)
 	}
 	_ = s.o.Audit.Log(audit.Skill{Op: "delete", Name: in.Name, Client: clientOf(req)})
-	for _, srv := range []*mcp.Server{s.sessionful, s.stateless} {
+	for _, srv := range s.mcpServers() {
 		srv.RemoveResources(skillURI(in.Name))
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Deleted."}}}, nil, nil
@@ -266,4 +266,13 @@ func writeSkill(dir, name string, src []byte) error {
 		_ = os.Remove(f.Name())
 	}
 	return err
+}
+
+// mcpServers are every view's MCP servers.
+func (s *Server) mcpServers() []*mcp.Server {
+	var out []*mcp.Server
+	for _, v := range s.views {
+		out = append(out, v.sessionful, v.stateless)
+	}
+	return out
 }

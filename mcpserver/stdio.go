@@ -28,13 +28,13 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	// jail to be made and torn down.
 	drain := time.Duration(s.cfg.Serve.BusyWait) + time.Duration(s.cfg.Sandbox.Timeout) + time.Minute
 	guard := newStdioGuard(ctx, in, out, maxLine, drain)
-	return s.sessionful.Run(ctx, &mcp.IOTransport{Reader: guard, Writer: sdkWriter{guard}, MaxLineLength: maxLine})
+	return s.views[""].sessionful.Run(ctx, &mcp.IOTransport{Reader: guard, Writer: sdkWriter{guard}, MaxLineLength: maxLine})
 }
 
 // ServeTransport serves one client on t (a test's in-memory transport, or
 // any other), as ServeStdio does.
 func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
-	return s.sessionful.Run(ctx, t)
+	return s.views[""].sessionful.Run(ctx, t)
 }
 
 // maxDepth bounds how deeply one JSON-RPC message over stdio may nest.

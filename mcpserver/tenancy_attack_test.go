@@ -1,8 +1,11 @@
 package mcpserver
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -93,5 +96,77 @@ func TestNamedClients(t *testing.T) {
 	b, _ := os.ReadFile(trail)
 	if !strings.Contains(string(b), `"event":"execution","exec":`) || !strings.Contains(string(b), `"client":"ci"`) {
 		t.Errorf("the audit trail does not name the client:\n%s", b)
+	}
+}
+
+// Attack: two clients of different profiles, each trying to reach what
+// the other's profile holds. Each sees only its own servers (search_tools,
+// tools.list()), APIs (tools.apis()) and secrets (its jail's environment);
+// a call to the other's server is refused as a call to a server that is
+// not there, naming none of the other profile's; a client without a
+// profile sees the whole configuration.
+func TestAttackProfiles(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	t.Setenv("CRUCIBLE_TEST_TRACKER", "tracker-secret-value-0123456789")
+	const devToken, roToken = "dev-token-0123456789abcdef", "ro-token-0123456789abcdef"
+	node := testenv.NeedTool(t, "node")
+	memory, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+	s := newServerWith(t, Options{Clients: map[string]string{"dev": devToken, "ro": roToken}}, func(c *config.Config) {
+		c.Servers = map[string]config.Server{"ev": everything(t), "mem": {Command: node, Args: []string{memory},
+			Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "{client}.jsonl")}}}
+		c.Secrets = map[string]config.Secret{"TRACKER_TOKEN": {From: "env:CRUCIBLE_TEST_TRACKER"}}
+		c.APIs = map[string]config.API{"tracker": {Description: "Issues.", Hosts: []string{"tracker.example.com"}, Secrets: []string{"TRACKER_TOKEN"}}}
+		c.Profiles = map[string]config.Profile{
+			"readonly": {Servers: []string{"ev"}},
+			"dev":      {Servers: []string{"mem"}, APIs: []string{"tracker"}, Secrets: []string{"TRACKER_TOKEN"}},
+		}
+		c.Clients = map[string]config.Client{
+			"ro":  {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "readonly"},
+			"dev": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "dev"},
+		}
+	})
+	url := serveHTTP(t, s)
+	probe := `const servers = [...new Set((await tools.list()).map((t) => t.server))].sort();
+const apis = (await tools.apis()).map((a) => a.name);
+let other;
+try { await tools.call(SERVER, TOOL, {}); other = "reached"; } catch (e) { other = e.message; }
+return { servers, apis, other, env: Object.keys(env).filter((k) => k.includes("TRACKER")) };`
+	for _, c := range []struct {
+		token, other, tool string
+		servers, apis, env string
+	}{
+		{roToken, "mem", "read_graph", `["ev"]`, `[]`, `[]`},
+		{devToken, "ev", "echo", `["mem"]`, `["tracker"]`, `["TRACKER_TOKEN"]`},
+		{tokenA, "", "", `["ev","mem"]`, `["tracker"]`, `["TRACKER_TOKEN"]`},
+	} {
+		cs := connectHTTP(t, url, c.token, "")
+		code := strings.NewReplacer("SERVER", strconv.Quote(c.other), "TOOL", strconv.Quote(c.tool)).Replace(probe)
+		_, out := execute(t, cs, map[string]any{"code": code})
+		if out == nil || out.ExitCode != 0 {
+			t.Fatalf("token %.6s: %+v", c.token, out)
+		}
+		var got struct {
+			Servers, APIs, Env []string
+			Other              string
+		}
+		if err := json.Unmarshal(out.Result, &got); err != nil {
+			t.Fatal(err)
+		}
+		j := func(v []string) string { b, _ := json.Marshal(v); return string(b) }
+		if j(got.Servers) != c.servers || j(got.APIs) != c.apis || j(got.Env) != c.env {
+			t.Errorf("token %.6s sees servers %v, APIs %v, secrets %v; want %s, %s, %s", c.token, got.Servers, got.APIs, got.Env, c.servers, c.apis, c.env)
+		}
+		if c.other != "" {
+			mine := strings.Trim(c.servers, `[]"`)
+			if want := fmt.Sprintf("there is no tool server %q (servers: %s)", c.other, mine); got.Other != want {
+				t.Errorf("token %.6s calling %s: %q, want %q", c.token, c.other, got.Other, want)
+			}
+		}
+		search := searchTools(t, cs, "", "")
+		for _, name := range []string{"ev", "mem", "tracker"} {
+			if want := strings.Contains(c.servers+c.apis, `"`+name+`"`); strings.Contains(search, name) != want {
+				t.Errorf("token %.6s: search_tools shows %s: %v, want %v:\n%s", c.token, name, !want, want, search)
+			}
+		}
 	}
 }
