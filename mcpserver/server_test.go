@@ -704,6 +704,7 @@ func TestSearchAPIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("CRUCIBLE_TEST_WEATHER", "weather-key-0123456789") // read at start, as serve reads it
 	s := newServer(t, func(c *config.Config) {
 		c.Secrets = map[string]config.Secret{"WEATHER_KEY": {From: "env:CRUCIBLE_TEST_WEATHER"}}
 		c.APIs = map[string]config.API{"weather": {Description: "Forecasts and alerts.", Hosts: []string{"weather.example.net"},
