@@ -253,8 +253,9 @@ func TestLoadFull(t *testing.T) {
 	wantServe := Serve{Token: "0123456789abcdef0123", Tokens: []string{"fedcba9876543210fedc"}, AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute), MaxWorkspaces: 64,
 		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true,
-		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true, MaxWorkspacesPerClient: 8, MaxSessionsPerClient: 4}
-	if want := map[string]Client{"ci": {Token: SecretSource{From: "env:CRUCIBLE_TOKEN_CI"}}}; !reflect.DeepEqual(c.Clients, want) {
+		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true, MaxWorkspacesPerClient: 8, MaxSessionsPerClient: 4,
+		OAuth: OAuth{Issuer: "https://auth.example.com", Audience: "https://crucible.example.com/mcp", Scopes: []string{"crucible"}, JWKSURL: "https://auth.example.com/jwks.json"}}
+	if want := map[string]Client{"ci": {Token: SecretSource{From: "env:CRUCIBLE_TOKEN_CI"}}, "alice": {OAuth: map[string]string{"sub": "alice@example.com"}}}; !reflect.DeepEqual(c.Clients, want) {
 		t.Errorf("Load(full.yaml).Clients = %+v; want %+v", c.Clients, want)
 	}
 	if !reflect.DeepEqual(c.Serve, wantServe) {
@@ -345,7 +346,9 @@ func TestParseErrors(t *testing.T) {
 		{"profiles:\n  dev: {servers: [gh]}\n", `c.yaml:2: profiles["dev"].servers[0]: "gh" is not in the servers section`},
 		{"secrets:\n  T: {from: env:T, hosts: [x.test]}\napis:\n  gh: {hosts: [x.test], secrets: [T]}\nprofiles:\n  dev: {apis: [gh]}\n", `c.yaml:6: profiles["dev"].apis: the API gh takes the secret T, which the profile does not have: add it to its secrets, or leave the API out`},
 		{"profiles:\n  dev: {tools: {max_calls: 1000}}\n", `c.yaml:2: profiles["dev"].tools.max_calls: can only lower the tools section's 50, not raise it to 1000`},
-		{"clients:\n  ci: {}\n", `c.yaml:2: clients["ci"].token: needs from: env:VAR or file:/absolute/path, where its bearer token is`},
+		{"clients:\n  al: {oauth: {sub: a}}\n", `c.yaml:2: clients["al"].oauth: needs serve.oauth, the issuer whose tokens carry the claims`},
+		{"serve:\n  oauth: {issuer: http://auth.example.com, audience: https://c.example.com/mcp}\n", `c.yaml:2: serve.oauth.issuer: "http://auth.example.com" is not an https URL (http only on loopback)`},
+		{"clients:\n  ci: {}\n", `c.yaml:2: clients["ci"].token: needs from: env:VAR or file:/absolute/path, where its bearer token is (or oauth: claims)`},
 		{"clients:\n  ci: {token: {from: s3cr3t-token-value}}\n", `c.yaml:2: clients["ci"].token.from: must be env:VAR or file:/absolute/path`},
 		{"apis:\n  gh:\n    hosts: [x.test]\n    rules:\n      - allow: GET /x\n        if: 'request.query.q =='\n", `c.yaml:6: apis["gh"].rules[0].if: at character 19 of the condition: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}`},
 		{"apis:\n  gh:\n    hosts: [x.test]\n    rules:\n      - allow: GET /x\n        if: 'args.x == 1'\n", `c.yaml:6: apis["gh"].rules[0].if: at character 1 of the condition: undeclared reference to 'args'`},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -28,6 +29,9 @@ type Serve struct {
 	// server listening on loopback takes only loopback names (localhost,
 	// 127.0.0.1, [::1]) against DNS rebinding.
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// OAuth makes the HTTP server an OAuth 2.1 resource server: beside the
+	// bearer tokens above, it takes JWTs from one issuer (see OAuth).
+	OAuth OAuth `yaml:"oauth,omitempty"`
 	// OpsPublic serves /readyz and /metrics to anyone who can connect;
 	// default false: they need a client's bearer token, as /mcp does.
 	// /healthz is always public.
@@ -139,6 +143,13 @@ func (s *Serve) validate(workspace ByteSize) error {
 			return fieldErrorf(fmt.Sprintf("serve.allowed_origins[%d]", i), "%s is not an origin such as http://localhost:3000 or https://app.example.com", quote(o))
 		}
 	}
+	if s.OAuth.Enabled() {
+		if err := s.OAuth.validate(); err != nil {
+			return err
+		}
+	} else if s.OAuth.Audience != "" || s.OAuth.JWKSURL != "" || len(s.OAuth.Scopes) > 0 {
+		return fieldErrorf("serve.oauth.issuer", "is needed: the authorization server whose tokens to take")
+	}
 	for i, h := range s.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ \t\r\n@?#") {
 			return fieldErrorf(fmt.Sprintf("serve.allowed_hosts[%d]", i), "%s is not a host name such as crucible.example.com or crucible.example.com:8080", quote(h))
@@ -193,4 +204,47 @@ func (s *Serve) validate(workspace ByteSize) error {
 // TokenOK reports whether t may be a bearer token (as CRUCIBLE_TOKEN too).
 func TokenOK(t string) bool {
 	return len(t) >= minTokenLen && !strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}
+
+// OAuth is the authorization server whose access tokens (JWTs) the HTTP
+// server takes, as the MCP authorization spec has it: Issuer its issuer
+// URL; Audience the server's own resource URL (RFC 8707), which tokens
+// must name in aud; Scopes those every token must hold; JWKSURL where its
+// keys are, when not in its metadata (RFC 8414, or OpenID discovery).
+type OAuth struct {
+	Issuer   string   `yaml:"issuer"`
+	Audience string   `yaml:"audience"`
+	Scopes   []string `yaml:"scopes,omitempty"`
+	JWKSURL  string   `yaml:"jwks_url,omitempty"`
+}
+
+// Enabled says whether the server takes OAuth access tokens.
+func (o *OAuth) Enabled() bool { return o.Issuer != "" }
+
+func (o *OAuth) validate() error {
+	for _, u := range []struct{ key, url string }{{"issuer", o.Issuer}, {"audience", o.Audience}, {"jwks_url", o.JWKSURL}} {
+		if u.url == "" && u.key == "jwks_url" {
+			continue
+		}
+		p, err := url.Parse(u.url)
+		secure := err == nil && (p.Scheme == "https" || p.Scheme == "http" && loopbackHost(p.Hostname()))
+		if !secure || p.Host == "" || p.User != nil || p.Fragment != "" {
+			return fieldErrorf("serve.oauth."+u.key, "%s is not an https URL (http only on loopback)", quote(u.url))
+		}
+	}
+	for i, sc := range o.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"") {
+			return fieldErrorf(fmt.Sprintf("serve.oauth.scopes[%d]", i), "%s is not a scope", quote(sc))
+		}
+	}
+	return nil
+}
+
+// loopbackHost says whether host is a loopback name or address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -53,7 +53,6 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Del("WWW-Authenticate") // let through: no challenge
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		id, forget := s.requests.add(r.Context())
 		defer forget()
@@ -76,33 +75,72 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		}
 		sessionful.ServeHTTP(w, r)
 	})
-	requireToken := requireBearer(newTokens(tokens, s.o.Clients))
+	requireToken := s.requireBearer(newTokens(tokens, s.o.Clients))
 	mcpHandler := s.checkOrigin(requireToken(route))
 	mux := s.ops(requireToken)
 	mux.Handle("/mcp", mcpHandler)
+	if s.cfg.Serve.OAuth.Enabled() {
+		// RFC 9728: at the root, and in the path form for the resource.
+		mux.Handle("/.well-known/oauth-protected-resource", s.resourceMetadata())
+		if u := metadataURL(s.cfg.Serve.OAuth.Audience); u != "" {
+			if p, err := url.Parse(u); err == nil && p.Path != "/.well-known/oauth-protected-resource" {
+				mux.Handle(p.Path, s.resourceMetadata())
+			}
+		}
+	}
 	return s.checkHost(mux)
 }
 
 // requireBearer is the middleware that lets through only a request with one of
-// known, its client in the request's auth.TokenInfo.
-func requireBearer(known tokens) func(http.Handler) http.Handler {
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+// known, or with an access token of serve.oauth's issuer that holds its
+// scopes and is a client's; its client in the request's auth.TokenInfo.
+func (s *Server) requireBearer(known tokens) func(http.Handler) http.Handler {
+	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		if id, ok := known.client(token); ok {
 			return &auth.TokenInfo{UserID: id}, nil
 		}
+		if s.oauth != nil {
+			return s.oauth.verify(ctx, token)
+		}
 		return nil, auth.ErrInvalidToken
 	}
-	require := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	require := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: oauthSkew})
 	return func(next http.Handler) http.Handler {
-		authed := require(next)
+		authed := require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if why, code := s.forbidden(auth.TokenInfoFromContext(r.Context())); why != "" {
+				w.Header().Set("WWW-Authenticate", s.challenge(r, code))
+				http.Error(w, "Forbidden: "+why, http.StatusForbidden)
+				return
+			}
+			w.Header().Del("WWW-Authenticate") // let through: no challenge
+			next.ServeHTTP(w, r)
+		}))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// The SDK's middleware challenges only once OAuth metadata
-			// is configured: set ours now, for its 401; a handler that
-			// serves the request takes it back.
-			w.Header().Set("WWW-Authenticate", challenge(r))
+			// is configured: set ours now, for its 401 and our 403; a
+			// request let through loses it.
+			w.Header().Set("WWW-Authenticate", s.challenge(r, ""))
 			authed.ServeHTTP(w, r)
 		})
 	}
+}
+
+// forbidden says why a holder of a valid access token may not go on, and
+// the challenge's error code, or "": a token that lacks serve.oauth's
+// scopes (insufficient_scope), or whose claims are no client's.
+func (s *Server) forbidden(ti *auth.TokenInfo) (why, code string) {
+	if ti == nil || ti.Extra["oauth"] != true {
+		return "", ""
+	}
+	for _, sc := range s.cfg.Serve.OAuth.Scopes {
+		if !slices.Contains(ti.Scopes, sc) {
+			return "the token lacks the scope " + sc, "insufficient_scope"
+		}
+	}
+	if ti.Extra["not_client"] == true {
+		return errNotClient.Error(), ""
+	}
+	return "", ""
 }
 
 // ServeHTTP serves h (Handler or OpsHandler) on l until shutdown, with
@@ -145,14 +183,27 @@ func serveBounded(l net.Listener, h http.Handler, lim httpLimits) (shutdown func
 	return hs.Shutdown
 }
 
-// challenge is the WWW-Authenticate header of a 401 from /mcp (RFC 6750
-// §3). With OAuth, resource_metadata (RFC 9728 §5.1) joins the params.
-func challenge(r *http.Request) string {
+// challenge is the WWW-Authenticate header of a 401 or 403 from /mcp
+// (RFC 6750 §3): code is a 403's error code ("" for none), a 401's is
+// invalid_token when a token was presented. With OAuth, resource_metadata
+// (RFC 9728 §5.1) joins the params, and the scopes needed.
+func (s *Server) challenge(r *http.Request, code string) string {
 	params := []string{`realm="crucible"`}
-	// A bearer token presented (split as the SDK splits it) is wrong;
-	// a request without one gets no error code (RFC 6750 §3.1).
-	if f := strings.Fields(r.Header.Get("Authorization")); len(f) == 2 && strings.EqualFold(f[0], "Bearer") {
-		params = append(params, `error="invalid_token"`)
+	o := s.cfg.Serve.OAuth
+	if o.Enabled() {
+		params = append(params, fmt.Sprintf("resource_metadata=%q", metadataURL(o.Audience)))
+	}
+	// A bearer token presented (split as the SDK splits it) and not taken
+	// is invalid; a request without one gets no error code (RFC 6750
+	// §3.1).
+	if f := strings.Fields(r.Header.Get("Authorization")); code == "" && len(f) == 2 && strings.EqualFold(f[0], "Bearer") {
+		code = "invalid_token"
+	}
+	if code != "" {
+		params = append(params, fmt.Sprintf("error=%q", code))
+		if o.Enabled() && len(o.Scopes) > 0 {
+			params = append(params, fmt.Sprintf("scope=%q", strings.Join(o.Scopes, " ")))
+		}
 	}
 	return "Bearer " + strings.Join(params, ", ")
 }
@@ -160,7 +211,7 @@ func challenge(r *http.Request) string {
 // OpsHandler serves /healthz, /readyz and /metrics only (beside stdio):
 // the last two to a client with one of tokens, unless serve.ops_public.
 func (s *Server) OpsHandler(tokens []string) http.Handler {
-	return s.checkHost(s.ops(requireBearer(newTokens(tokens, s.o.Clients))))
+	return s.checkHost(s.ops(s.requireBearer(newTokens(tokens, s.o.Clients))))
 }
 
 // ops serves /healthz to anyone, /readyz and /metrics through

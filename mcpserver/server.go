@@ -68,6 +68,8 @@ type Server struct {
 	// profile).
 	views map[string]*view
 
+	oauth *oauthVerifier // serve.oauth's tokens; nil without
+
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -142,6 +144,9 @@ func New(o Options) (*Server, error) {
 	}
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
+	if o.Config.Serve.OAuth.Enabled() {
+		s.oauth = newOAuthVerifier(o.Config)
+	}
 	s.views = map[string]*view{"": {cfg: o.Config, tools: o.Tools, secrets: o.Secrets}}
 	for _, name := range o.Config.ProfileNames() {
 		v, err := s.profileView(name)

@@ -201,6 +201,9 @@ func clientTokens(cfg *config.Config) (map[string]string, error) {
 	out := map[string]string{}
 	by := map[string]string{}
 	for _, name := range cfg.ClientNames() {
+		if cfg.Clients[name].Token.From == "" {
+			continue // known by its OAuth claims
+		}
 		b, err := sandbox.ReadSource(cfg.Clients[name].Token.From)
 		if err != nil {
 			return nil, fmt.Errorf("clients.%s.token: %w", name, err)
