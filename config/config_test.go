@@ -345,7 +345,9 @@ func TestParseErrors(t *testing.T) {
 		{"clients:\n  ci: {token: {from: env:X}, profile: dev}\n", `c.yaml:2: clients["ci"].profile: "dev" is not in the profiles section`},
 		{"profiles:\n  dev: {servers: [gh]}\n", `c.yaml:2: profiles["dev"].servers[0]: "gh" is not in the servers section`},
 		{"secrets:\n  T: {from: env:T, hosts: [x.test]}\napis:\n  gh: {hosts: [x.test], secrets: [T]}\nprofiles:\n  dev: {apis: [gh]}\n", `c.yaml:6: profiles["dev"].apis: the API gh takes the secret T, which the profile does not have: add it to its secrets, or leave the API out`},
-		{"profiles:\n  dev: {tools: {max_calls: 1000}}\n", `c.yaml:2: profiles["dev"].tools.max_calls: can only lower the tools section's 50, not raise it to 1000`},
+		{"profiles:\n  dev: {tools: {max_calls: 1000}}\n", `c.yaml:2: profiles["dev"].tools.max_calls: can only lower the top level's 50, not raise it to 1000`},
+		{"profiles:\n  dev: {limits: {memory: 4GiB}}\n", `c.yaml:2: profiles["dev"].limits.memory: can only lower the top level's 512MiB, not raise it to 4GiB`},
+		{"network:\n  allow: [a.example.com]\nprofiles:\n  dev: {network: {allow: [b.example.com]}}\n", `c.yaml:4: profiles["dev"].network.allow[0]: "b.example.com" is not one of network.allow's rules: a profile can only keep some of them`},
 		{"clients:\n  al: {oauth: {sub: a}}\n", `c.yaml:2: clients["al"].oauth: needs serve.oauth, the issuer whose tokens carry the claims`},
 		{"serve:\n  oauth: {issuer: http://auth.example.com, audience: https://c.example.com/mcp}\n", `c.yaml:2: serve.oauth.issuer: "http://auth.example.com" is not an https URL (http only on loopback)`},
 		{"clients:\n  ci: {}\n", `c.yaml:2: clients["ci"].token: needs from: env:VAR or file:/absolute/path, where its bearer token is (or oauth: claims)`},
@@ -662,8 +664,11 @@ func TestForProfile(t *testing.T) {
 	c.APIs = map[string]API{"github": {Hosts: []string{"api.github.com"}, Secrets: []string{"GH"}}}
 	c.Profiles = map[string]Profile{
 		"readonly": {Servers: []string{"docs"}},
-		"dev":      {Servers: []string{"docs", "github"}, APIs: []string{"github"}, Secrets: []string{"GH"}, Tools: Tools{MaxCalls: 5}},
+		"dev": {Servers: []string{"docs", "github"}, APIs: []string{"github"}, Secrets: []string{"GH"}, Tools: Tools{MaxCalls: 5},
+			Limits:  ProfileLimits{Timeout: Duration(5 * time.Second), Memory: 128 * MiB},
+			Network: ProfileNetwork{Allow: []string{"docs.example.com"}, Deny: []string{"evil.example.com"}, MaxConnections: 4}},
 	}
+	c.Network.Allow, c.Network.AllowAll = []string{"docs.example.com", "pypi.org"}, true
 	c.Clients = map[string]Client{"ci": {Token: SecretSource{From: "env:CI"}, Profile: "readonly"}}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -675,10 +680,18 @@ func TestForProfile(t *testing.T) {
 	if len(dev.Servers) != 2 || len(dev.APIs) != 1 || !slices.Equal(slices.Sorted(maps.Keys(dev.Secrets)), []string{"GH"}) || dev.Tools.MaxCalls != 5 {
 		t.Errorf("dev: %+v %+v %+v %+v", dev.Servers, dev.APIs, dev.Secrets, dev.Tools)
 	}
+	if dev.Sandbox.Timeout != Duration(5*time.Second) || dev.Sandbox.Memory != 128*MiB || dev.Sandbox.Pids != c.Sandbox.Pids ||
+		!slices.Equal(dev.Network.Allow, []string{"docs.example.com"}) || dev.Network.AllowAll || !slices.Equal(dev.Network.Deny, []string{"evil.example.com"}) ||
+		dev.Network.MaxConnections != 4 || dev.Network.MaxBytesOut != c.Network.MaxBytesOut {
+		t.Errorf("dev's limits and network: %+v %+v", dev.Sandbox, dev.Network)
+	}
+	if !slices.Equal(ro.Network.Allow, c.Network.Allow) || !ro.Network.AllowAll {
+		t.Errorf("a profile that does not narrow the network: %+v", ro.Network)
+	}
 	if err := dev.Validate(); err != nil {
 		t.Errorf("a profile's configuration does not validate: %v", err)
 	}
-	if len(c.Servers) != 2 || len(c.Secrets) != 2 || c.Tools.MaxCalls != 50 || c.ForProfile("") != c || c.ProfileOf("ci") != "readonly" || c.ProfileOf("stdio") != "" {
+	if len(c.Servers) != 2 || len(c.Secrets) != 2 || c.Tools.MaxCalls != 50 || len(c.Network.Deny) != 0 || len(c.Network.Allow) != 2 || c.ForProfile("") != c || c.ProfileOf("ci") != "readonly" || c.ProfileOf("stdio") != "" {
 		t.Errorf("the whole configuration changed: %+v", c)
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,6 +19,30 @@ type Profile struct {
 	Secrets []string `yaml:"secrets"`
 	// Tools lowers the tools section's limits; a zero field keeps it.
 	Tools Tools `yaml:"tools,omitempty"`
+	// Limits lowers the sandbox section's limits of the profile's
+	// executions; a zero field keeps it.
+	Limits ProfileLimits `yaml:"limits,omitempty"`
+	// Network narrows the network section: Allow, when given, keeps only
+	// those of its allow rules (each written as there); Deny adds rules;
+	// the limits can only be lower.
+	Network ProfileNetwork `yaml:"network,omitempty"`
+}
+
+// ProfileLimits are the sandbox limits a profile may lower.
+type ProfileLimits struct {
+	Timeout Duration `yaml:"timeout,omitempty"`
+	Memory  ByteSize `yaml:"memory,omitempty"`
+	Pids    int      `yaml:"pids,omitempty"`
+	CPUs    float64  `yaml:"cpus,omitempty"`
+}
+
+// ProfileNetwork is how a profile narrows the network section.
+type ProfileNetwork struct {
+	Allow          []string `yaml:"allow,omitempty"`
+	Deny           []string `yaml:"deny,omitempty"`
+	MaxConnections int      `yaml:"max_connections,omitempty"`
+	MaxBytesOut    ByteSize `yaml:"max_bytes_out,omitempty"`
+	MaxBytesIn     ByteSize `yaml:"max_bytes_in,omitempty"`
 }
 
 func (c *Config) validateProfiles() error {
@@ -51,15 +76,30 @@ func (c *Config) validateProfiles() error {
 		}
 		for _, f := range []struct {
 			key       string
-			lower, of int64
+			lower, of any // of one numeric type
 		}{
-			{"max_calls", int64(p.Tools.MaxCalls), int64(c.Tools.MaxCalls)},
-			{"max_arg_size", int64(p.Tools.MaxArgSize), int64(c.Tools.MaxArgSize)},
-			{"max_result_size", int64(p.Tools.MaxResultSize), int64(c.Tools.MaxResultSize)},
+			{"tools.max_calls", p.Tools.MaxCalls, c.Tools.MaxCalls},
+			{"tools.max_arg_size", p.Tools.MaxArgSize, c.Tools.MaxArgSize},
+			{"tools.max_result_size", p.Tools.MaxResultSize, c.Tools.MaxResultSize},
+			{"limits.timeout", p.Limits.Timeout, c.Sandbox.Timeout},
+			{"limits.memory", p.Limits.Memory, c.Sandbox.Memory},
+			{"limits.pids", p.Limits.Pids, c.Sandbox.Pids},
+			{"limits.cpus", p.Limits.CPUs, c.Sandbox.CPUs},
+			{"network.max_connections", p.Network.MaxConnections, c.Network.MaxConnections},
+			{"network.max_bytes_out", p.Network.MaxBytesOut, c.Network.MaxBytesOut},
+			{"network.max_bytes_in", p.Network.MaxBytesIn, c.Network.MaxBytesIn},
 		} {
-			if f.lower < 0 || f.lower > f.of {
-				return fieldErrorf(at+".tools."+f.key, "can only lower the tools section's %d, not raise it to %d", f.of, f.lower)
+			if lower, of := number(f.lower), number(f.of); lower < 0 || lower > of {
+				return fieldErrorf(at+"."+f.key, "can only lower the top level's %v, not raise it to %v", f.of, f.lower)
 			}
+		}
+		for i, a := range p.Network.Allow {
+			if !slices.Contains(c.Network.Allow, a) {
+				return fieldErrorf(fmt.Sprintf("%s.network.allow[%d]", at, i), "%s is not one of network.allow's rules: a profile can only keep some of them", quote(a))
+			}
+		}
+		if err := checkHostRules(at+".network.deny", p.Network.Deny); err != nil {
+			return err
 		}
 	}
 	for _, name := range c.ClientNames() {
@@ -93,6 +133,17 @@ func (c *Config) ForProfile(name string) *Config {
 	if p.Tools.MaxResultSize > 0 {
 		n.Tools.MaxResultSize = p.Tools.MaxResultSize
 	}
+	n.Sandbox.Timeout = cmp.Or(p.Limits.Timeout, n.Sandbox.Timeout)
+	n.Sandbox.Memory = cmp.Or(p.Limits.Memory, n.Sandbox.Memory)
+	n.Sandbox.Pids = cmp.Or(p.Limits.Pids, n.Sandbox.Pids)
+	n.Sandbox.CPUs = cmp.Or(p.Limits.CPUs, n.Sandbox.CPUs)
+	if p.Network.Allow != nil {
+		n.Network.Allow, n.Network.AllowAll = slices.Clone(p.Network.Allow), false
+	}
+	n.Network.Deny = append(slices.Clone(c.Network.Deny), p.Network.Deny...)
+	n.Network.MaxConnections = cmp.Or(p.Network.MaxConnections, n.Network.MaxConnections)
+	n.Network.MaxBytesOut = cmp.Or(p.Network.MaxBytesOut, n.Network.MaxBytesOut)
+	n.Network.MaxBytesIn = cmp.Or(p.Network.MaxBytesIn, n.Network.MaxBytesIn)
 	return &n
 }
 
@@ -112,4 +163,19 @@ func keep[V any](m map[string]V, names []string) map[string]V {
 		}
 	}
 	return out
+}
+
+// number is a limit's value, to compare.
+func number(v any) float64 {
+	switch v := v.(type) {
+	case int:
+		return float64(v)
+	case float64:
+		return v
+	case ByteSize:
+		return float64(v)
+	case Duration:
+		return float64(v)
+	}
+	panic(fmt.Sprintf("config: %T is no limit", v))
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
@@ -168,5 +170,26 @@ return { servers, apis, other, env: Object.keys(env).filter((k) => k.includes("T
 				t.Errorf("token %.6s: search_tools shows %s: %v, want %v:\n%s", c.token, name, !want, want, search)
 			}
 		}
+	}
+}
+
+// A profile's lower limits bound its clients' executions (their warm jails
+// are the profile's), and leave other clients' alone.
+func TestProfileLimits(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	const quick = "quick-token-0123456789abcdef"
+	s := newServerWith(t, Options{Clients: map[string]string{"quick": quick}}, func(c *config.Config) {
+		c.Profiles = map[string]config.Profile{"quick": {Limits: config.ProfileLimits{Timeout: config.Duration(2 * time.Second)}}}
+		c.Clients = map[string]config.Client{"quick": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "quick"}}
+	})
+	url := serveHTTP(t, s)
+	code := `await new Promise((r) => setTimeout(r, 5000)); return "slept"`
+	_, out := execute(t, connectHTTP(t, url, quick, ""), map[string]any{"code": code})
+	if out == nil || !slices.Contains(out.LimitsHit, "timeout") {
+		t.Errorf("the quick profile's program: %+v", out)
+	}
+	_, out = execute(t, connectHTTP(t, url, tokenA, ""), map[string]any{"code": code})
+	if out == nil || string(out.Result) != `"slept"` {
+		t.Errorf("another client's program: %+v", out)
 	}
 }
