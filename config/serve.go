@@ -85,8 +85,14 @@ type Serve struct {
 	// /skills in the jail and listed as MCP resources. Default "": none.
 	Skills string `yaml:"skills"`
 	// SkillsWritable offers the save_skill and delete_skill tools, which
-	// write to Skills. Default false.
+	// write to Skills. Default false. A skill saved belongs to its client:
+	// no other may replace or delete it; the skills there when serve
+	// starts are the operator's, which no client may.
 	SkillsWritable bool `yaml:"skills_writable"`
+	// SkillsPerClient bounds the skills one client has saved, and
+	// SkillBytesPerClient their sizes together. Defaults 32 and 2MiB.
+	SkillsPerClient     int      `yaml:"skills_per_client"`
+	SkillBytesPerClient ByteSize `yaml:"skill_bytes_per_client"`
 }
 
 // Bounds of the serve section.
@@ -120,6 +126,8 @@ func defaultServe() Serve {
 		MaxWorkspaces:          256,
 		MaxWorkspaceBytes:      16 * GiB,
 		MaxWorkspacesPerClient: 32,
+		SkillsPerClient:        32,
+		SkillBytesPerClient:    2 * MiB,
 		MaxSessionsPerClient:   16,
 		Pool:                   defaultServePool,
 	}
@@ -197,6 +205,12 @@ func (s *Serve) validate(workspace ByteSize) error {
 		}
 	} else if s.SkillsWritable {
 		return fieldErrorf("serve.skills_writable", "needs serve.skills, the directory to write to")
+	}
+	if s.SkillsPerClient < 1 || s.SkillsPerClient > 10000 {
+		return fieldErrorf("serve.skills_per_client", "must be between 1 and 10000, not %d", s.SkillsPerClient)
+	}
+	if s.SkillBytesPerClient < 1*KiB || s.SkillBytesPerClient > 1*GiB {
+		return fieldErrorf("serve.skill_bytes_per_client", "must be between 1KiB and 1GiB, not %v", s.SkillBytesPerClient)
 	}
 	return nil
 }

@@ -69,6 +69,7 @@ type Server struct {
 	views map[string]*view
 
 	oauth *oauthVerifier // serve.oauth's tokens; nil without
+	saved saved          // the skills clients saved
 
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
@@ -147,6 +148,7 @@ func New(o Options) (*Server, error) {
 	if o.Config.Serve.OAuth.Enabled() {
 		s.oauth = newOAuthVerifier(o.Config)
 	}
+	s.saved = saved{owner: map[string]string{}, size: map[string]int{}}
 	s.views = map[string]*view{"": {cfg: o.Config, tools: o.Tools, secrets: o.Secrets}}
 	for _, name := range o.Config.ProfileNames() {
 		v, err := s.profileView(name)

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -178,6 +179,51 @@ func deleteSkillTool() *mcp.Tool {
 	}
 }
 
+// saved are the skills that clients saved while this serve runs: each
+// belongs to its client, who alone may replace or delete it. Every other
+// skill in the directory (there when serve started, or put there by the
+// operator) is the operator's, which no client may change.
+type saved struct {
+	mu    sync.Mutex // held while a skill is checked and written
+	owner map[string]string
+	size  map[string]int
+}
+
+// mayWrite says why client may not write skill name, or "". s.saved.mu is
+// held.
+func (s *Server) mayWrite(client, name string) string {
+	if owner, ok := s.saved.owner[name]; ok {
+		if owner != client {
+			return fmt.Sprintf("skill %q was saved by another client: choose another name", name)
+		}
+		return ""
+	}
+	if _, err := os.Lstat(filepath.Join(s.cfg.Serve.Skills, name)); err == nil {
+		return fmt.Sprintf("skill %q is the operator's, which no client may change: choose another name", name)
+	}
+	return ""
+}
+
+// quota says why client may not hold one more skill of n bytes in place of
+// name, or "". s.saved.mu is held.
+func (s *Server) quota(client, name string, n int) string {
+	count, bytes := 1, n
+	for k, owner := range s.saved.owner {
+		if owner == client && k != name {
+			count++
+			bytes += s.saved.size[k]
+		}
+	}
+	sv := &s.cfg.Serve
+	switch {
+	case count > sv.SkillsPerClient:
+		return fmt.Sprintf("this client has saved %d skills, the most it may (serve.skills_per_client): delete one first", sv.SkillsPerClient)
+	case int64(bytes) > int64(sv.SkillBytesPerClient):
+		return fmt.Sprintf("this client's skills would hold %d bytes, more than the %v it may (serve.skill_bytes_per_client): delete or shorten one first", bytes, sv.SkillBytesPerClient)
+	}
+	return ""
+}
+
 func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
 	desc := strings.TrimSpace(in.Description)
 	switch {
@@ -188,16 +234,26 @@ func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveS
 	case desc == "" || len(desc) > 200 || strings.ContainsFunc(desc, breaksLine):
 		return nil, nil, errors.New("description: want one line of at most 200 characters, without control characters")
 	}
+	client := clientOf(req)
+	if err := s.rate.allow(client); err != nil {
+		return nil, nil, err
+	}
 	comment := "// "
 	if filepath.Ext(in.Name) == ".py" {
 		comment = "# "
 	}
 	src := []byte(comment + desc + "\n" + in.Code)
+	s.saved.mu.Lock()
+	defer s.saved.mu.Unlock()
+	if why := cmp.Or(s.mayWrite(client, in.Name), s.quota(client, in.Name, len(src))); why != "" {
+		return nil, nil, errors.New(why)
+	}
 	if err := writeSkill(s.cfg.Serve.Skills, in.Name, src); err != nil {
 		s.log.Error("saving a skill", "name", in.Name, "error", err)
 		return nil, nil, errors.New("the skill could not be saved; the server's log says why")
 	}
-	_ = s.o.Audit.Log(audit.Skill{Op: "save", Name: in.Name, Client: clientOf(req), CodeHash: fmt.Sprintf("%x", sha256.Sum256(src))})
+	s.saved.owner[in.Name], s.saved.size[in.Name] = client, len(src)
+	_ = s.o.Audit.Log(audit.Skill{Op: "save", Name: in.Name, Client: client, CodeHash: fmt.Sprintf("%x", sha256.Sum256(src))})
 	for _, srv := range s.mcpServers() {
 		s.addSkillResource(srv, in.Name, desc)
 	}
@@ -210,12 +266,25 @@ func (s *Server) deleteSkill(_ context.Context, req *mcp.CallToolRequest, in del
 	if !skillName().MatchString(in.Name) {
 		return nil, nil, fmt.Errorf("name %q is not a skill name", truncate(in.Name, 80))
 	}
+	client := clientOf(req)
+	if err := s.rate.allow(client); err != nil {
+		return nil, nil, err
+	}
+	s.saved.mu.Lock()
+	defer s.saved.mu.Unlock()
+	if why := s.mayWrite(client, in.Name); why != "" {
+		return nil, nil, errors.New(why)
+	}
+	defer func() {
+		delete(s.saved.owner, in.Name)
+		delete(s.saved.size, in.Name)
+	}()
 	// unlink, not os.Remove: a directory named like a skill is no skill,
 	// and is left alone.
 	if err := syscall.Unlink(filepath.Join(s.cfg.Serve.Skills, in.Name)); err != nil {
 		return nil, nil, skillError(in.Name, "deleted", err)
 	}
-	_ = s.o.Audit.Log(audit.Skill{Op: "delete", Name: in.Name, Client: clientOf(req)})
+	_ = s.o.Audit.Log(audit.Skill{Op: "delete", Name: in.Name, Client: client})
 	for _, srv := range s.mcpServers() {
 		srv.RemoveResources(skillURI(in.Name))
 	}

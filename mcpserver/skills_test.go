@@ -159,3 +159,64 @@ func TestSkillsReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// Attack: a client replaces or deletes a skill another client saved (the
+// victim's programs would then import its code), or the operator's; or
+// saves skills without end, filling the disk. A skill belongs to the
+// client that saved it, the operator's to no client, and each client has a
+// count, a size and a rate.
+func TestAttackSkillOwners(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "greet.ts"), []byte("// Greets.\nexport const greet = 1;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := serveHTTP(t, newServer(t, func(c *config.Config) {
+		c.Serve.Pool = 0
+		c.Serve.Rate = 0
+		c.Serve.Skills, c.Serve.SkillsWritable = dir, true
+		c.Serve.SkillsPerClient, c.Serve.SkillBytesPerClient = 2, 4*config.KiB
+	}))
+	a, b := connectHTTP(t, url, tokenA, ""), connectHTTP(t, url, tokenB, "")
+	call := func(cs *mcp.ClientSession, tool, name, code string) string {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"name": name, "code": code, "description": "d"}})
+		if tool == "delete_skill" {
+			r, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"name": name}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.IsError {
+			return "ok"
+		}
+		return text(r)
+	}
+	for _, c := range []struct {
+		who        *mcp.ClientSession
+		tool, name string
+		code       string
+		want       string
+	}{
+		{a, "save_skill", "util.ts", "export const u = 1;", "ok"},
+		{a, "save_skill", "util.ts", "export const u = 2;", "ok"}, // its own, replaced
+		{b, "save_skill", "util.ts", "export const u = 'pwned';", `skill "util.ts" was saved by another client: choose another name`},
+		{b, "delete_skill", "util.ts", "", `skill "util.ts" was saved by another client`},
+		{b, "save_skill", "greet.ts", "export const greet = 'pwned';", `skill "greet.ts" is the operator's, which no client may change`},
+		{a, "delete_skill", "greet.ts", "", "is the operator's"},
+		{a, "save_skill", "more.ts", strings.Repeat("x", 5000), "more than the 4KiB it may (serve.skill_bytes_per_client)"},
+		{a, "save_skill", "more.ts", "export const m = 1;", "ok"},
+		{a, "save_skill", "third.ts", "export const t = 1;", "this client has saved 2 skills, the most it may (serve.skills_per_client)"},
+		{b, "save_skill", "third.ts", "export const t = 1;", "ok"}, // b's own count
+		{a, "delete_skill", "more.ts", "", "ok"},
+		{a, "save_skill", "third2.ts", "export const t = 1;", "ok"},
+	} {
+		if got := call(c.who, c.tool, c.name, c.code); !strings.Contains(got, c.want) {
+			t.Errorf("%s %s: %q, want %q", c.tool, c.name, got, c.want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "util.ts")); !strings.Contains(string(b), "u = 2") {
+		t.Errorf("util.ts: %s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "greet.ts")); strings.Contains(string(b), "pwned") {
+		t.Errorf("the operator's skill was replaced: %s", b)
+	}
+}

@@ -179,11 +179,11 @@ func TestProfileLimits(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	const quick = "quick-token-0123456789abcdef"
 	s := newServerWith(t, Options{Clients: map[string]string{"quick": quick}}, func(c *config.Config) {
-		c.Profiles = map[string]config.Profile{"quick": {Limits: config.ProfileLimits{Timeout: config.Duration(2 * time.Second)}}}
+		c.Profiles = map[string]config.Profile{"quick": {Limits: config.ProfileLimits{Timeout: config.Duration(time.Second)}}}
 		c.Clients = map[string]config.Client{"quick": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "quick"}}
 	})
 	url := serveHTTP(t, s)
-	code := `await new Promise((r) => setTimeout(r, 5000)); return "slept"`
+	code := `await new Promise((r) => setTimeout(r, 3000)); return "slept"`
 	_, out := execute(t, connectHTTP(t, url, quick, ""), map[string]any{"code": code})
 	if out == nil || !slices.Contains(out.LimitsHit, "timeout") {
 		t.Errorf("the quick profile's program: %+v", out)
