@@ -48,10 +48,12 @@ type oauthVerifier struct {
 
 	minGap time.Duration // keysMinGap; a test's to change
 
-	mu      sync.Mutex
-	keys    jwk.Set
-	jwksURL string
-	fetched time.Time // when keys were last fetched (or tried)
+	mu       sync.Mutex
+	keys     jwk.Set
+	fetched  time.Time     // when keys were last fetched (or tried)
+	fetching chan struct{} // closed when the fetch under way ends; nil when none
+
+	jwksURL string // found once; only the one fetch under way uses it
 }
 
 func newOAuthVerifier(cfg *config.Config) *oauthVerifier {
@@ -180,23 +182,54 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // keySet returns the issuer's keys, fetched again when they are old, or
-// when kid is not among them (a rotation), at most once per keysMinGap.
+// when kid is not among them (a rotation), at most once per minGap. The
+// fetch is made without the lock: a request meanwhile takes the keys there
+// are (one with none waits for the fetch).
 func (v *oauthVerifier) keySet(ctx context.Context, kid string) (jwk.Set, error) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	stale := v.keys == nil || time.Since(v.fetched) > keysMaxAge
 	if !stale && kid != "" {
 		_, known := v.keys.LookupKeyID(kid)
 		stale = !known
 	}
-	if stale && (v.keys == nil || time.Since(v.fetched) >= v.minGap) {
-		v.fetched = time.Now()
-		keys, err := v.fetch(ctx)
-		if err == nil {
-			v.keys = keys
-		} else if v.keys == nil {
-			return nil, err
+	if !stale || v.keys != nil && (v.fetching != nil || time.Since(v.fetched) < v.minGap) {
+		keys := v.keys
+		v.mu.Unlock()
+		return keys, nil
+	}
+	if v.keys == nil && v.fetching == nil && !v.fetched.IsZero() && time.Since(v.fetched) < v.minGap {
+		v.mu.Unlock() // the last fetch failed: the issuer is not asked again so soon
+		return nil, errors.New("the issuer's keys could not be fetched")
+	}
+	if wait := v.fetching; wait != nil { // no keys yet, and a fetch under way
+		v.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if v.keys == nil {
+			return nil, errors.New("the issuer's keys could not be fetched")
+		}
+		return v.keys, nil
+	}
+	done := make(chan struct{})
+	v.fetching, v.fetched = done, time.Now()
+	v.mu.Unlock()
+
+	keys, err := v.fetch(ctx)
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err == nil {
+		v.keys = keys
+	}
+	v.fetching = nil
+	close(done)
+	if v.keys == nil {
+		return nil, err
 	}
 	return v.keys, nil
 }

@@ -37,6 +37,7 @@ type issuer struct {
 	mu     sync.Mutex
 	keys   []jwk.Key // private; the first signs
 	served int       // JWKS fetches
+	down   bool      // the JWKS answers 503
 }
 
 func newIssuer(t *testing.T) *issuer {
@@ -56,6 +57,10 @@ func newIssuer(t *testing.T) *issuer {
 		is.mu.Lock()
 		defer is.mu.Unlock()
 		is.served++
+		if is.down {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		set := jwk.NewSet()
 		for _, k := range is.keys {
 			pub, err := k.PublicKey()
@@ -326,5 +331,26 @@ func TestOAuthTypeScriptClient(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"ok":true`) {
 		t.Fatalf("the TypeScript client: %v\n%s", err, out)
+	}
+}
+
+// An issuer whose keys cannot be had: its tokens get 401, and a burst of
+// them asks it for its keys once, not once each.
+func TestOAuthIssuerDown(t *testing.T) {
+	is := newIssuer(t)
+	is.mu.Lock()
+	is.down = true
+	is.mu.Unlock()
+	url, _ := oauthServer(t, is, nil)
+	now := time.Now()
+	for range 20 {
+		if status, _ := initialize(t, url, is.token(url+"/mcp", "alice", "crucible", now, now.Add(time.Hour))); status != 401 {
+			t.Errorf("a token while the issuer is down: %d", status)
+		}
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if is.served != 1 {
+		t.Errorf("the issuer was asked for its keys %d times, want 1", is.served)
 	}
 }
