@@ -46,7 +46,8 @@ func (Execution) Kind() string { return "execution" }
 
 // Violation records an operation the sandbox denied, as results show it.
 type Violation struct {
-	Exec string `json:"exec"`
+	Exec   string `json:"exec"`
+	Client string `json:"client,omitempty"` // whom the execution ran for
 	violation.Violation
 }
 
@@ -254,6 +255,7 @@ func (Network) Kind() string { return "network" }
 // anything.
 type ToolCall struct {
 	Exec       string `json:"exec"`
+	Client     string `json:"client,omitempty"` // whom the execution ran for
 	Server     string `json:"server"`
 	Tool       string `json:"tool,omitempty"`     // "" for a resource read
 	Resource   bool   `json:"resource,omitempty"` // a resource read: ArgsHash is the URI's

@@ -275,7 +275,7 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 	// Before the audit trail gets them, as the result does below.
 	x.secrets.redactViolations(res.Violations)
 	for _, v := range res.Violations {
-		_ = x.audit.Log(audit.Violation{Exec: x.ev.Exec, Violation: v})
+		_ = x.audit.Log(audit.Violation{Exec: x.ev.Exec, Client: x.ev.Client, Violation: v})
 	}
 	x.ev.ExitCode, x.ev.Signal, x.ev.DurationMS = res.ExitCode, res.Signal, res.Duration.Milliseconds()
 	x.ev.LimitsHit, x.ev.Degraded = res.LimitsHit, res.Degraded

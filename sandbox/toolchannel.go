@@ -133,6 +133,7 @@ type toolChannel struct {
 	mu      sync.Mutex
 	stopped bool
 	exec    string
+	client  string // whom the execution runs for
 	calls   []ToolCall
 	refused violations
 }
@@ -173,7 +174,7 @@ func (c *toolChannel) serve(exec string, caller toolbridge.Caller) {
 	if c.stopped {
 		return // a warm jail that died before its work came
 	}
-	c.exec = exec
+	c.exec, c.client = exec, caller.Client
 	c.sess.SetCaller(c.audited(exec, caller))
 	c.done.Add(1)
 	go func() {
@@ -375,7 +376,7 @@ func (c *toolChannel) handle(req request, slot int) response {
 		return res
 	}
 	c.mu.Lock()
-	ev.Exec = c.exec
+	ev.Exec, ev.Client = c.exec, c.client
 	c.calls[slot].DurationMS, c.calls[slot].OK = ev.DurationMS, err == nil
 	c.mu.Unlock()
 	_ = c.audit.Log(ev)
