@@ -348,6 +348,7 @@ func TestParseErrors(t *testing.T) {
 		{"profiles:\n  dev: {tools: {max_calls: 1000}}\n", `c.yaml:2: profiles["dev"].tools.max_calls: can only lower the top level's 50, not raise it to 1000`},
 		{"profiles:\n  dev: {limits: {memory: 4GiB}}\n", `c.yaml:2: profiles["dev"].limits.memory: can only lower the top level's 512MiB, not raise it to 4GiB`},
 		{"network:\n  allow: [a.example.com]\nprofiles:\n  dev: {network: {allow: [b.example.com]}}\n", `c.yaml:4: profiles["dev"].network.allow[0]: "b.example.com" is not one of network.allow's rules: a profile can only keep some of them`},
+		{"profiles:\n  dev: {skills: {writable: true}}\n", `c.yaml:2: profiles["dev"].skills.writable: needs skills.dir, the profile's own directory to write to`},
 		{"clients:\n  al: {oauth: {sub: a}}\n", `c.yaml:2: clients["al"].oauth: needs serve.oauth, the issuer whose tokens carry the claims`},
 		{"serve:\n  oauth: {issuer: http://auth.example.com, audience: https://c.example.com/mcp}\n", `c.yaml:2: serve.oauth.issuer: "http://auth.example.com" is not an https URL (http only on loopback)`},
 		{"clients:\n  ci: {}\n", `c.yaml:2: clients["ci"].token: needs from: env:VAR or file:/absolute/path, where its bearer token is (or oauth: claims)`},

@@ -26,6 +26,16 @@ type Profile struct {
 	// those of its allow rules (each written as there); Deny adds rules;
 	// the limits can only be lower.
 	Network ProfileNetwork `yaml:"network,omitempty"`
+	// Skills gives the profile a skills directory of its own in place of
+	// serve.skills: its clients see, import and (if writable) save the
+	// skills there, and no other profile's.
+	Skills ProfileSkills `yaml:"skills,omitempty"`
+}
+
+// ProfileSkills is a profile's own skills directory.
+type ProfileSkills struct {
+	Dir      string `yaml:"dir,omitempty"`
+	Writable bool   `yaml:"writable,omitempty"`
 }
 
 // ProfileLimits are the sandbox limits a profile may lower.
@@ -101,6 +111,13 @@ func (c *Config) validateProfiles() error {
 		if err := checkHostRules(at+".network.deny", p.Network.Deny); err != nil {
 			return err
 		}
+		if p.Skills.Dir != "" {
+			if err := hostPath(p.Skills.Dir); err != nil {
+				return fieldErrorf(at+".skills.dir", "%v", err)
+			}
+		} else if p.Skills.Writable {
+			return fieldErrorf(at+".skills.writable", "needs skills.dir, the profile's own directory to write to")
+		}
 	}
 	for _, name := range c.ClientNames() {
 		if p := c.Clients[name].Profile; p != "" {
@@ -144,6 +161,9 @@ func (c *Config) ForProfile(name string) *Config {
 	n.Network.MaxConnections = cmp.Or(p.Network.MaxConnections, n.Network.MaxConnections)
 	n.Network.MaxBytesOut = cmp.Or(p.Network.MaxBytesOut, n.Network.MaxBytesOut)
 	n.Network.MaxBytesIn = cmp.Or(p.Network.MaxBytesIn, n.Network.MaxBytesIn)
+	if p.Skills.Dir != "" {
+		n.Serve.Skills, n.Serve.SkillsWritable = p.Skills.Dir, p.Skills.Writable
+	}
 	return &n
 }
 

@@ -313,7 +313,7 @@ func (s *Server) runProgram(ctx context.Context, v *view, dir, language, code, f
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: v.tools, Secrets: v.secrets, Skills: s.cfg.Serve.Skills, Caller: caller})
+	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: v.tools, Secrets: v.secrets, Skills: v.cfg.Serve.Skills, Caller: caller})
 }
 
 // sessionHandle is the handle of se's workspace, "" before it has one.

@@ -253,9 +253,9 @@ Limits: each program has a time, memory and output limit, a bounded number of to
 // newMCP makes one of the MCP faces of view v with its tools.
 func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 	ins := instructions
-	if s.cfg.Serve.Skills != "" {
+	if v.cfg.Serve.Skills != "" {
 		ins += "\n\nSkills: reusable programs, listed as resources skill://NAME; import them as `import { f } from \"/skills/NAME.ts\"` (Python: `import NAME`)."
-		if s.cfg.Serve.SkillsWritable {
+		if v.cfg.Serve.SkillsWritable {
 			ins += " save_skill keeps a program of yours as one."
 		}
 	}
@@ -269,8 +269,8 @@ func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 	if err := addTool(s, srv, searchTool(), s.searchHandler(v)); err != nil {
 		return nil, err
 	}
-	if s.cfg.Serve.Skills != "" {
-		if err := s.addSkills(srv); err != nil {
+	if v.cfg.Serve.Skills != "" {
+		if err := s.addSkills(v, srv); err != nil {
 			return nil, err
 		}
 	}
@@ -419,7 +419,7 @@ func (s *Server) build(v *view) error {
 			p, err := sandbox.NewPool(v.cfg, l, sandbox.PoolOptions{
 				Size: sv.Pool, Idle: poolIdle, InFlight: sv.MaxConcurrent,
 				Audit: s.o.Audit, Tools: v.tools, Secrets: v.secrets,
-				Workspaces: true, Skills: sv.Skills,
+				Workspaces: true, Skills: v.cfg.Serve.Skills,
 			})
 			if err != nil {
 				return err

@@ -94,8 +94,8 @@ func readSkill(dir, name string) ([]byte, error) {
 
 // addSkills lists the skills as resources of srv, and, when writable,
 // offers the tools that change them.
-func (s *Server) addSkills(srv *mcp.Server) error {
-	dir := s.cfg.Serve.Skills
+func (s *Server) addSkills(v *view, srv *mcp.Server) error {
+	dir := v.cfg.Serve.Skills
 	names, err := listSkills(dir)
 	if err != nil {
 		return fmt.Errorf("serve.skills: %w", err)
@@ -105,18 +105,25 @@ func (s *Server) addSkills(srv *mcp.Server) error {
 		if err != nil {
 			return fmt.Errorf("serve.skills: %w", err)
 		}
-		s.addSkillResource(srv, n, skillDescription(src))
+		s.addSkillResource(dir, srv, n, skillDescription(src))
 	}
-	if s.cfg.Serve.SkillsWritable {
-		if err := addTool(s, srv, saveSkillTool(), s.saveSkill); err != nil {
+	if v.cfg.Serve.SkillsWritable {
+		save := func(ctx context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
+			return s.saveSkill(ctx, dir, req, in)
+		}
+		del := func(ctx context.Context, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
+			return s.deleteSkill(ctx, dir, req, in)
+		}
+		if err := addTool(s, srv, saveSkillTool(), save); err != nil {
 			return err
 		}
-		return addTool(s, srv, deleteSkillTool(), s.deleteSkill)
+		return addTool(s, srv, deleteSkillTool(), del)
 	}
 	return nil
 }
 
-func (s *Server) addSkillResource(srv *mcp.Server, name, desc string) {
+// addSkillResource lists skill name of dir as a resource of srv.
+func (s *Server) addSkillResource(dir string, srv *mcp.Server, name, desc string) {
 	mime := "text/x-typescript"
 	switch filepath.Ext(name) {
 	case ".js":
@@ -126,7 +133,7 @@ func (s *Server) addSkillResource(srv *mcp.Server, name, desc string) {
 	}
 	srv.AddResource(&mcp.Resource{URI: skillURI(name), Name: name, Description: desc, MIMEType: mime},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			src, err := readSkill(s.cfg.Serve.Skills, name)
+			src, err := readSkill(dir, name)
 			if err != nil {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)
 			}
@@ -189,27 +196,27 @@ type saved struct {
 	size  map[string]int
 }
 
-// mayWrite says why client may not write skill name, or "". s.saved.mu is
-// held.
-func (s *Server) mayWrite(client, name string) string {
-	if owner, ok := s.saved.owner[name]; ok {
+// mayWrite says why client may not write skill name of dir, or "".
+// s.saved.mu is held.
+func (s *Server) mayWrite(client, dir, name string) string {
+	if owner, ok := s.saved.owner[filepath.Join(dir, name)]; ok {
 		if owner != client {
 			return fmt.Sprintf("skill %q was saved by another client: choose another name", name)
 		}
 		return ""
 	}
-	if _, err := os.Lstat(filepath.Join(s.cfg.Serve.Skills, name)); err == nil {
+	if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 		return fmt.Sprintf("skill %q is the operator's, which no client may change: choose another name", name)
 	}
 	return ""
 }
 
 // quota says why client may not hold one more skill of n bytes in place of
-// name, or "". s.saved.mu is held.
-func (s *Server) quota(client, name string, n int) string {
+// the skill at path, or "". s.saved.mu is held.
+func (s *Server) quota(client, path string, n int) string {
 	count, bytes := 1, n
 	for k, owner := range s.saved.owner {
-		if owner == client && k != name {
+		if owner == client && k != path {
 			count++
 			bytes += s.saved.size[k]
 		}
@@ -224,7 +231,9 @@ func (s *Server) quota(client, name string, n int) string {
 	return ""
 }
 
-func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
+// saveSkill saves a skill in dir, the skills directory of the caller's
+// view.
+func (s *Server) saveSkill(_ context.Context, dir string, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
 	desc := strings.TrimSpace(in.Description)
 	switch {
 	case !skillName().MatchString(in.Name):
@@ -245,24 +254,27 @@ func (s *Server) saveSkill(_ context.Context, req *mcp.CallToolRequest, in saveS
 	src := []byte(comment + desc + "\n" + in.Code)
 	s.saved.mu.Lock()
 	defer s.saved.mu.Unlock()
-	if why := cmp.Or(s.mayWrite(client, in.Name), s.quota(client, in.Name, len(src))); why != "" {
+	path := filepath.Join(dir, in.Name)
+	if why := cmp.Or(s.mayWrite(client, dir, in.Name), s.quota(client, path, len(src))); why != "" {
 		return nil, nil, errors.New(why)
 	}
-	if err := writeSkill(s.cfg.Serve.Skills, in.Name, src); err != nil {
+	if err := writeSkill(dir, in.Name, src); err != nil {
 		s.log.Error("saving a skill", "name", in.Name, "error", err)
 		return nil, nil, errors.New("the skill could not be saved; the server's log says why")
 	}
-	s.saved.owner[in.Name], s.saved.size[in.Name] = client, len(src)
+	s.saved.owner[path], s.saved.size[path] = client, len(src)
 	_ = s.o.Audit.Log(audit.Skill{Op: "save", Name: in.Name, Client: client, CodeHash: fmt.Sprintf("%x", sha256.Sum256(src))})
-	for _, srv := range s.mcpServers() {
-		s.addSkillResource(srv, in.Name, desc)
+	for _, srv := range s.mcpServers(dir) {
+		s.addSkillResource(dir, srv, in.Name, desc)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
 		Text: fmt.Sprintf("Saved. Import it as %q (resource %s).", "/skills/"+in.Name, skillURI(in.Name)),
 	}}}, nil, nil
 }
 
-func (s *Server) deleteSkill(_ context.Context, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
+// deleteSkill deletes a skill of dir, the skills directory of the caller's
+// view.
+func (s *Server) deleteSkill(_ context.Context, dir string, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
 	if !skillName().MatchString(in.Name) {
 		return nil, nil, fmt.Errorf("name %q is not a skill name", truncate(in.Name, 80))
 	}
@@ -272,20 +284,21 @@ func (s *Server) deleteSkill(_ context.Context, req *mcp.CallToolRequest, in del
 	}
 	s.saved.mu.Lock()
 	defer s.saved.mu.Unlock()
-	if why := s.mayWrite(client, in.Name); why != "" {
+	if why := s.mayWrite(client, dir, in.Name); why != "" {
 		return nil, nil, errors.New(why)
 	}
+	path := filepath.Join(dir, in.Name)
 	defer func() {
-		delete(s.saved.owner, in.Name)
-		delete(s.saved.size, in.Name)
+		delete(s.saved.owner, path)
+		delete(s.saved.size, path)
 	}()
 	// unlink, not os.Remove: a directory named like a skill is no skill,
 	// and is left alone.
-	if err := syscall.Unlink(filepath.Join(s.cfg.Serve.Skills, in.Name)); err != nil {
+	if err := syscall.Unlink(path); err != nil {
 		return nil, nil, skillError(in.Name, "deleted", err)
 	}
 	_ = s.o.Audit.Log(audit.Skill{Op: "delete", Name: in.Name, Client: client})
-	for _, srv := range s.mcpServers() {
+	for _, srv := range s.mcpServers(dir) {
 		srv.RemoveResources(skillURI(in.Name))
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Deleted."}}}, nil, nil
@@ -337,11 +350,13 @@ func writeSkill(dir, name string, src []byte) error {
 	return err
 }
 
-// mcpServers are every view's MCP servers.
-func (s *Server) mcpServers() []*mcp.Server {
+// mcpServers are the MCP servers of every view whose skills are dir's.
+func (s *Server) mcpServers(dir string) []*mcp.Server {
 	var out []*mcp.Server
 	for _, v := range s.views {
-		out = append(out, v.sessionful, v.stateless)
+		if v.cfg.Serve.Skills == dir {
+			out = append(out, v.sessionful, v.stateless)
+		}
 	}
 	return out
 }

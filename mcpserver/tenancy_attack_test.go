@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Attack: tenant A stores a secret in a stateful MCP server (the real
@@ -198,5 +200,52 @@ func TestProfileLimits(t *testing.T) {
 	_, out = execute(t, connectHTTP(t, url, tokenA, ""), map[string]any{"code": code})
 	if out == nil || string(out.Result) != `"slept"` {
 		t.Errorf("another client's program: %+v", out)
+	}
+}
+
+// Attack: a client of one profile imports a skill that a client of
+// another saved (its code would run in the importer's jail, with the
+// importer's tools and secrets). Profiles with skills directories of their
+// own keep them apart: B neither sees nor imports A's skill; A does.
+func TestAttackProfileSkills(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	const aTok, bTok = "alpha-token-0123456789ab", "bravo-token-0123456789ab"
+	da, db := testenv.PublicDir(t), testenv.PublicDir(t)
+	s := newServerWith(t, Options{Clients: map[string]string{"alpha": aTok, "bravo": bTok}}, func(c *config.Config) {
+		c.Serve.Rate = 0
+		c.Profiles = map[string]config.Profile{
+			"pa": {Skills: config.ProfileSkills{Dir: da, Writable: true}},
+			"pb": {Skills: config.ProfileSkills{Dir: db, Writable: true}},
+		}
+		c.Clients = map[string]config.Client{
+			"alpha": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "pa"},
+			"bravo": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "pb"},
+		}
+	})
+	url := serveHTTP(t, s)
+	a, b := connectHTTP(t, url, aTok, "2025-11-25"), connectHTTP(t, url, bTok, "2025-11-25")
+	r, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "save_skill", Arguments: map[string]any{
+		"name": "secret.ts", "code": `export const secret = "alpha's";`, "description": "Alpha's."}})
+	if err != nil || r.IsError {
+		t.Fatalf("save_skill: %v %s", err, text(r))
+	}
+	code := `const m = await import("/skills/secret.ts").catch((e) => null); return m ? m.secret : "not there";`
+	for cs, want := range map[*mcp.ClientSession]string{a: `"alpha's"`, b: `"not there"`} {
+		_, out := execute(t, cs, map[string]any{"code": code})
+		if out == nil || string(out.Result) != want {
+			t.Errorf("import: %+v, want %s", out, want)
+		}
+	}
+	res, err := b.ListResources(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Resources {
+		if strings.Contains(r.URI, "secret") {
+			t.Errorf("B lists A's skill: %s", r.URI)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(db, "secret.ts")); err == nil {
+		t.Error("A's skill was written to B's directory")
 	}
 }
