@@ -475,8 +475,9 @@ func TestAttackSkills(t *testing.T) {
 	if r := call("save_skill", map[string]any{"name": "ok.ts", "code": "export const x = 1", "description": strings.Repeat("d", 201)}); !r.IsError {
 		t.Error("save_skill with a huge description was taken")
 	}
-	// Saving over the planted link replaces the link, never writes through it.
-	if r := call("save_skill", map[string]any{"name": "leak.ts", "code": "export const x = 1", "description": "d"}); r.IsError {
+	// Saving over the planted link is refused (it is in the directory, so
+	// the operator's), and never writes through it.
+	if r := call("save_skill", map[string]any{"name": "leak.ts", "code": "export const x = 1", "description": "d"}); !r.IsError || !strings.Contains(text(r), "is the operator's") {
 		t.Errorf("save_skill over a link: %q", text(r))
 	}
 	if b, _ := os.ReadFile(outside); !strings.Contains(string(b), "secret") {
@@ -492,7 +493,7 @@ func TestAttackSkills(t *testing.T) {
 	}
 	// delete_skill of a directory that looks like a skill: refused, and
 	// said so; the directory stays.
-	if r := call("delete_skill", map[string]any{"name": "sub.ts"}); !r.IsError || !strings.Contains(text(r), "not a skill") || strings.Contains(text(r), dir) {
+	if r := call("delete_skill", map[string]any{"name": "sub.ts"}); !r.IsError || !strings.Contains(text(r), "is the operator's") || strings.Contains(text(r), dir) {
 		t.Errorf("delete_skill of a directory: %q", text(r))
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "sub.ts")); err != nil || !fi.IsDir() {
