@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -166,6 +167,14 @@ func (is *issuer) forged(aud string) (none, hmac string) {
 // the status and the WWW-Authenticate header.
 func initialize(t *testing.T, url, token string) (int, string) {
 	t.Helper()
+	resp, _ := initializeResponse(t, url, token)
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+}
+
+// initializeResponse is initialize's whole answer: the response, and its
+// body.
+func initializeResponse(t *testing.T, url, token string) (*http.Response, string) {
+	t.Helper()
 	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
@@ -174,8 +183,9 @@ func initialize(t *testing.T, url, token string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+	return resp, string(body)
 }
 
 // oauthServer serves a Server that takes is's tokens for its own URL,

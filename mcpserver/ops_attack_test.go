@@ -139,17 +139,8 @@ func TestAttackSessionFlood(t *testing.T) {
 	if _, err := open(tokenA); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
 		t.Errorf("a third session: %v", err)
 	}
-	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
-	req.Header.Set("Authorization", "Bearer "+tokenA)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != 429 || !strings.Contains(string(body), "this client holds 2 sessions, the most it may (serve.max_sessions_per_client)") {
+	resp, body := initializeResponse(t, url, tokenA)
+	if resp.StatusCode != 429 || !strings.Contains(body, "this client holds 2 sessions, the most it may (serve.max_sessions_per_client)") {
 		t.Errorf("a third initialize: %d %s", resp.StatusCode, body)
 	}
 	cs, err := open(tokenB)
