@@ -84,6 +84,9 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		}
 	}
 	warn(cfg, env)
+	if n := sharingSkills(cfg, len(tokens)); n > 1 {
+		fmt.Fprintf(env.Stderr, "crucible: warning: serve.skills_writable: %d clients share serve.skills, and each imports the skills the others save; give clients that do not trust each other profiles with skills of their own (profiles.NAME.skills)\n", n)
+	}
 
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var aw *audit.Writer
@@ -218,4 +221,20 @@ func clientTokens(cfg *config.Config) (map[string]string, error) {
 		by[t], out[name] = name, t
 	}
 	return out, nil
+}
+
+// sharingSkills counts the clients that save to serve.skills when it is
+// writable: the anonymous tokens, and the named clients whose profile has
+// no skills of its own.
+func sharingSkills(cfg *config.Config, anonymous int) int {
+	if !cfg.Serve.SkillsWritable {
+		return 0
+	}
+	n := anonymous
+	for _, name := range cfg.ClientNames() {
+		if cfg.Profiles[cfg.ProfileOf(name)].Skills.Dir == "" {
+			n++
+		}
+	}
+	return n
 }
