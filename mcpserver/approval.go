@@ -96,6 +96,17 @@ func (ap *approvals) take(state, client string) *paused {
 	return p
 }
 
+// drop forgets every waiting run: the server is closing, and its runs end
+// with it.
+func (ap *approvals) drop() {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	for state, p := range ap.waiting {
+		p.timer.Stop()
+		delete(ap.waiting, state)
+	}
+}
+
 // errStale answers a retry whose request state names no waiting execution.
 var errStale = errors.New("this retry answers an approval that is unknown or was not answered in time (servers.NAME.approval_timeout); the execution was stopped: run the program again")
 

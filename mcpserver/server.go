@@ -201,6 +201,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
+	s.approvals.drop()
 	s.calls.Wait()
 	for _, p := range s.allPools() {
 		p.Close()
