@@ -32,6 +32,12 @@ type Serve struct {
 	// OAuth makes the HTTP server an OAuth 2.1 resource server: beside the
 	// bearer tokens above, it takes JWTs from one issuer (see OAuth).
 	OAuth OAuth `yaml:"oauth,omitempty"`
+	// DrainTimeout is how long serve --http, told to stop (SIGTERM,
+	// SIGINT), waits for the executions running to end, while /readyz
+	// says it is draining and new executions are refused; then it stops
+	// the rest. Default 30s; 0 (stop at once) to 1h. A second signal ends
+	// the wait.
+	DrainTimeout Duration `yaml:"drain_timeout"`
 	// OpsPublic serves /readyz and /metrics to anyone who can connect;
 	// default false: they need a client's bearer token, as /mcp does.
 	// /healthz is always public.
@@ -127,6 +133,7 @@ func defaultServe() Serve {
 		MaxWorkspaceBytes:      16 * GiB,
 		MaxWorkspacesPerClient: 32,
 		SkillsPerClient:        32,
+		DrainTimeout:           Duration(30 * time.Second),
 		SkillBytesPerClient:    2 * MiB,
 		MaxSessionsPerClient:   16,
 		Pool:                   defaultServePool,
@@ -205,6 +212,9 @@ func (s *Serve) validate(workspace ByteSize) error {
 		}
 	} else if s.SkillsWritable {
 		return fieldErrorf("serve.skills_writable", "needs serve.skills, the directory to write to")
+	}
+	if s.DrainTimeout < 0 || time.Duration(s.DrainTimeout) > time.Hour {
+		return fieldErrorf("serve.drain_timeout", "must be from 0 to 1h, not %v", s.DrainTimeout)
 	}
 	if s.SkillsPerClient < 1 || s.SkillsPerClient > 10000 {
 		return fieldErrorf("serve.skills_per_client", "must be between 1 and 10000, not %d", s.SkillsPerClient)

@@ -165,6 +165,9 @@ func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest,
 	case len(in.Code) > maxCode:
 		return nil, fmt.Errorf("code is larger than %d KiB", maxCode>>10)
 	}
+	if s.draining.Load() {
+		return nil, errDraining
+	}
 	client := clientOf(req)
 	if err := s.rate.allow(client); err != nil {
 		return nil, err

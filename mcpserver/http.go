@@ -325,6 +325,10 @@ func (ts tokens) client(token string) (string, bool) {
 // ready answers 200 when the warm pools have jails ready (or have served
 // executions) and no MCP server's last start failed.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		http.Error(w, "not ready: draining (shutting down once the executions running end)", http.StatusServiceUnavailable)
+		return
+	}
 	for _, p := range s.allPools() {
 		if st := p.Stats(); st.Ready == 0 && st.Warm+st.Cold == 0 {
 			why := "the warm pool of " + strings.Join(p.Languages(), " and ") + " programs is filling"

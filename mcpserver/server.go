@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cruciblehq/crucible/workspace"
@@ -68,8 +69,9 @@ type Server struct {
 	// profile).
 	views map[string]*view
 
-	oauth *oauthVerifier // serve.oauth's tokens; nil without
-	saved saved          // the skills clients saved
+	oauth    *oauthVerifier // serve.oauth's tokens; nil without
+	draining atomic.Bool    // Drain has begun: no new executions
+	saved    saved          // the skills clients saved
 
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
@@ -194,6 +196,30 @@ func New(o Options) (*Server, error) {
 	go s.sweep()
 	return s, nil
 }
+
+// Drain stops taking executions (a new one is refused, and /readyz says
+// the server is draining, so that a load balancer sends work elsewhere),
+// and waits for those running to end, or for ctx. It returns how many
+// were still running.
+func (s *Server) Drain(ctx context.Context) int {
+	s.draining.Store(true)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		n := s.gate.running()
+		if n == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return n
+		case <-t.C:
+		}
+	}
+}
+
+// errDraining answers an execution that arrives while the server drains.
+var errDraining = errors.New("the server is shutting down (draining): run the program again, and it goes to another replica")
 
 // Close stops every execution, waits for them, and deletes the workspaces.
 func (s *Server) Close() error {

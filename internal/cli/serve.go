@@ -153,7 +153,33 @@ func runServe(ctx context.Context, args []string, env Env) int {
 	}
 	defer stop()
 	<-ctx.Done()
+	drain(srv, time.Duration(cfg.Serve.DrainTimeout), env)
 	return ExitOK
+}
+
+// drain lets the executions running end, for up to timeout, while the
+// server answers that it is draining; a second SIGINT or SIGTERM ends the
+// wait.
+func drain(srv *mcpserver.Server, timeout time.Duration, env Env) {
+	if timeout <= 0 {
+		return
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-again:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	fmt.Fprintf(env.Stderr, "crucible serve: draining: new executions are refused; waiting up to %v for those running\n", timeout)
+	if n := srv.Drain(ctx); n > 0 {
+		fmt.Fprintf(env.Stderr, "crucible serve: %d executions still running are stopped\n", n)
+	}
 }
 
 // serveTokens are the bearer tokens the HTTP server takes: CRUCIBLE_TOKEN,

@@ -125,6 +125,20 @@ func httpServe(t *testing.T, cfg string) string {
 // `crucible serve --http 127.0.0.1:0`, its token in env).
 func httpServeArgv(t *testing.T, argv, env []string) string {
 	t.Helper()
+	return startHTTPServe(t, argv, env).url
+}
+
+// serveProcess is a `crucible serve --http` that a test started.
+type serveProcess struct {
+	url    string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has exited
+	log    func() string
+}
+
+// startHTTPServe is httpServeArgv's serve, whole.
+func startHTTPServe(t *testing.T, argv, env []string) *serveProcess {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
@@ -171,7 +185,7 @@ func httpServeArgv(t *testing.T, argv, env []string) string {
 			if err == nil {
 				_ = resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					return m[1]
+					return &serveProcess{url: m[1], cmd: cmd, exited: exited, log: serveLog}
 				}
 			}
 		}
