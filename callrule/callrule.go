@@ -32,9 +32,6 @@ type Rule struct {
 	Reason  string // said to the code when the rule refuses a call
 }
 
-// CostLimit bounds what one condition may cost: see package cond.
-const CostLimit = cond.CostLimit
-
 // The variables a condition sees. args is the call's arguments as JSON
 // values; tool its server and name; client the name and profile of the
 // client whose execution calls ("" where there is none: crucible run);

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -45,6 +47,7 @@ type oauthVerifier struct {
 	cfg     config.OAuth
 	clients map[string]map[string]string // the clients known by claims, by name
 	http    *http.Client
+	log     *slog.Logger // the operator's: why the keys could not be had
 
 	minGap time.Duration // keysMinGap; a test's to change
 
@@ -56,8 +59,8 @@ type oauthVerifier struct {
 	jwksURL string // found once; only the one fetch under way uses it
 }
 
-func newOAuthVerifier(cfg *config.Config) *oauthVerifier {
-	v := &oauthVerifier{cfg: cfg.Serve.OAuth, clients: map[string]map[string]string{}, http: &http.Client{Timeout: 10 * time.Second}, minGap: keysMinGap}
+func newOAuthVerifier(cfg *config.Config, log *slog.Logger) *oauthVerifier {
+	v := &oauthVerifier{cfg: cfg.Serve.OAuth, clients: map[string]map[string]string{}, http: &http.Client{Timeout: 10 * time.Second}, minGap: keysMinGap, log: log}
 	for name, c := range cfg.Clients {
 		if c.OAuth != nil {
 			v.clients[name] = c.OAuth
@@ -107,7 +110,7 @@ func (v *oauthVerifier) verify(ctx context.Context, token string) (*auth.TokenIn
 		ti.UserID = "oauth:" + sub
 		return ti, nil
 	}
-	for _, name := range sortedKeys(v.clients) {
+	for _, name := range slices.Sorted(maps.Keys(v.clients)) {
 		if claimsMatch(claims, v.clients[name]) {
 			ti.UserID = name
 			return ti, nil
@@ -172,15 +175,6 @@ func claimsMatch(claims map[string]any, want map[string]string) bool {
 	return true
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // keySet returns the issuer's keys, fetched again when they are old, or
 // when kid is not among them (a rotation), at most once per minGap. The
 // fetch is made without the lock: a request meanwhile takes the keys there
@@ -220,6 +214,11 @@ func (v *oauthVerifier) keySet(ctx context.Context, kid string) (jwk.Set, error)
 	v.mu.Unlock()
 
 	keys, err := v.fetch(ctx)
+	if err != nil {
+		// The token's holder is told only that the keys cannot be had;
+		// the operator, why (the URLs are the operator's).
+		v.log.Warn("the OAuth issuer's keys could not be fetched; its tokens are refused", "issuer", v.cfg.Issuer, "error", err)
+	}
 
 	v.mu.Lock()
 	defer v.mu.Unlock()

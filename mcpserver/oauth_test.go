@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -192,12 +193,18 @@ func initializeResponse(t *testing.T, url, token string) (*http.Response, string
 // with the scope crucible; its clients are edited by clients.
 func oauthServer(t *testing.T, is *issuer, clients map[string]config.Client) (string, *Server) {
 	t.Helper()
+	return oauthServerLogged(t, is, clients, nil)
+}
+
+// oauthServerLogged is oauthServer, its log to log (nil: none).
+func oauthServerLogged(t *testing.T, is *issuer, clients map[string]config.Client, log *slog.Logger) (string, *Server) {
+	t.Helper()
 	var url string
 	mux := http.NewServeMux()
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	url = hs.URL
-	s := newServer(t, func(c *config.Config) {
+	s := newServerWith(t, Options{Logger: log}, func(c *config.Config) {
 		c.Serve.Pool = 0
 		c.Serve.Rate = 0
 		c.Serve.OAuth = config.OAuth{Issuer: is.URL, Audience: url + "/mcp", Scopes: []string{"crucible"}}
@@ -344,14 +351,16 @@ func TestOAuthTypeScriptClient(t *testing.T) {
 	}
 }
 
-// An issuer whose keys cannot be had: its tokens get 401, and a burst of
-// them asks it for its keys once, not once each.
+// An issuer whose keys cannot be had: its tokens get 401, a burst of them
+// asks it for its keys once, not once each, and the operator's log says
+// why.
 func TestOAuthIssuerDown(t *testing.T) {
 	is := newIssuer(t)
 	is.mu.Lock()
 	is.down = true
 	is.mu.Unlock()
-	url, _ := oauthServer(t, is, nil)
+	var logged syncBuffer
+	url, _ := oauthServerLogged(t, is, nil, slog.New(slog.NewTextHandler(&logged, nil)))
 	now := time.Now()
 	for range 20 {
 		if status, _ := initialize(t, url, is.token(url+"/mcp", "alice", "crucible", now, now.Add(time.Hour))); status != 401 {
@@ -362,5 +371,8 @@ func TestOAuthIssuerDown(t *testing.T) {
 	defer is.mu.Unlock()
 	if is.served != 1 {
 		t.Errorf("the issuer was asked for its keys %d times, want 1", is.served)
+	}
+	if l := logged.String(); !strings.Contains(l, "the OAuth issuer's keys could not be fetched") || !strings.Contains(l, "503") {
+		t.Errorf("the log does not say why the tokens are refused:\n%s", l)
 	}
 }

@@ -148,7 +148,7 @@ func New(o Options) (*Server, error) {
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
 	if o.Config.Serve.OAuth.Enabled() {
-		s.oauth = newOAuthVerifier(o.Config)
+		s.oauth = newOAuthVerifier(o.Config, log)
 	}
 	s.saved = saved{owner: map[string]string{}, size: map[string]int{}}
 	s.views = map[string]*view{"": {cfg: o.Config, tools: o.Tools, secrets: o.Secrets}}
