@@ -70,7 +70,12 @@ type Spec struct {
 	Late     *LateWorkspace
 	ReadOnly []string // extra host paths bound read-only at the same path
 	Skills   string   // a host directory bound read-only at SkillsDir; "" none
-	TmpSize  int64    // size of the tmpfs at /tmp
+	// SavedSkills is a host directory laid over Skills at SkillsDir, read-only
+	// (an overlay: its files hide Skills' of the same name): one client's
+	// saved skills, which no other client's jail sees. It needs Skills. With
+	// Late, Late.Bind names it instead.
+	SavedSkills string
+	TmpSize     int64 // size of the tmpfs at /tmp
 
 	Timeout   time.Duration // wall time, from the start, or from Begin
 	Memory    int64         // bytes, memory+swap

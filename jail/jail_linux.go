@@ -145,6 +145,9 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	if s.Late != nil && s.Workspace != "" {
 		return nil, errors.New("jail: a Spec with both a Workspace and a late one")
 	}
+	if s.SavedSkills != "" && (s.Skills == "" || s.Late != nil) {
+		return nil, errors.New("jail: a Spec's SavedSkills need its Skills, and no Late (whose Bind names them)")
+	}
 	if !ids.privileged && (s.Late != nil || s.Network != nil) {
 		// Cloning a mount for the jail, or entering its network namespace
 		// to make its tun device, takes CAP_SYS_ADMIN in our namespace.
@@ -158,7 +161,7 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
 		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: childFiles(s.Files),
-		ReadOnly: s.ReadOnly, Skills: s.Skills, Self: s.Self, TmpSize: s.TmpSize,
+		ReadOnly: s.ReadOnly, Skills: s.Skills, SavedSkills: s.SavedSkills, Self: s.Self, TmpSize: s.TmpSize,
 		Rootless: ids.single(),
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
 		Filter:      prog,
@@ -309,6 +312,12 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			if fd, err := unix.OpenTree(unix.AT_FDCWD, cs.Skills, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {
 				cs.SkillsFD = 3 + len(childFiles)
 				childFiles = append(childFiles, os.NewFile(uintptr(fd), "skills"))
+			}
+		}
+		if cs.SavedSkills != "" {
+			if fd, err := unix.OpenTree(unix.AT_FDCWD, cs.SavedSkills, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {
+				cs.SavedSkillsFD = 3 + len(childFiles)
+				childFiles = append(childFiles, os.NewFile(uintptr(fd), "saved skills"))
 			}
 		}
 	}

@@ -13,4 +13,4 @@ func Diagnose(ctx context.Context) []Check {
 }
 
 // Bind reports that the jail needs Linux.
-func (l *LateWorkspace) Bind(dir string) error { return ErrUnsupported }
+func (l *LateWorkspace) Bind(dir, saved string) error { return ErrUnsupported }

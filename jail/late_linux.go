@@ -12,15 +12,26 @@ var errNotRunning = errors.New("jail: the jail is not running, or its workspace 
 
 // Bind attaches dir, a host directory, at the running jail's /workspace,
 // as Spec.Workspace would have been (idmapped where the filesystem allows),
-// and returns once it is there: the command may be handed its work then.
-// It is called once, from any goroutine, after the jail has started (its
-// Spec.Stdin has its pipe, say); it fails once the jail is over.
-func (l *LateWorkspace) Bind(dir string) error {
+// and, unless saved is "", lays saved over the jail's /skills as
+// Spec.SavedSkills would have been. It returns once they are there: the
+// command may be handed its work then. It is called once, from any
+// goroutine, after the jail has started (its Spec.Stdin has its pipe,
+// say); it fails once the jail is over.
+func (l *LateWorkspace) Bind(dir, saved string) error {
 	fd, err := workspaceMount(dir)
 	if err != nil {
 		return &SetupError{Layer: "workspace", Msg: "the workspace could not be bound", Detail: err.Error()}
 	}
 	defer unix.Close(fd)
+	fds := []int{fd}
+	if saved != "" {
+		sfd, err := unix.OpenTree(unix.AT_FDCWD, saved, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return &SetupError{Layer: "workspace", Msg: "the client's saved skills could not be bound", Detail: err.Error()}
+		}
+		defer unix.Close(sfd)
+		fds = append(fds, sfd)
+	}
 	// Held until init answers, or ends: end waits for it before it
 	// closes the socket.
 	l.mu.Lock()
@@ -29,7 +40,7 @@ func (l *LateWorkspace) Bind(dir string) error {
 		return errNotRunning
 	}
 	l.sent = true
-	if err := unix.Sendmsg(l.sock, []byte{0}, unix.UnixRights(fd), nil, 0); err != nil {
+	if err := unix.Sendmsg(l.sock, []byte{0}, unix.UnixRights(fds...), nil, 0); err != nil {
 		return errNotRunning // init is gone
 	}
 	buf := make([]byte, 256)

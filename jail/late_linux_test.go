@@ -43,17 +43,17 @@ func TestLateWorkspace(t *testing.T) {
 	var errb bytes.Buffer
 	s.Stdin, s.Stdout, s.Stderr = in, &out, &errb
 	s.Late = NewLateWorkspace()
-	if err := s.Late.Bind(dir); !errors.Is(err, errNotRunning) {
+	if err := s.Late.Bind(dir, ""); !errors.Is(err, errNotRunning) {
 		t.Errorf("Bind before the jail runs: %v, want errNotRunning", err)
 	}
 	s.Late = NewLateWorkspace()
 	done := runAsync(t, s)
 	w := in.pipe(t)
 	out.waitFor(t, "waiting\n")
-	if err := s.Late.Bind(dir); err != nil {
+	if err := s.Late.Bind(dir, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Late.Bind(t.TempDir()); !errors.Is(err, errNotRunning) {
+	if err := s.Late.Bind(t.TempDir(), ""); !errors.Is(err, errNotRunning) {
 		t.Errorf("a second Bind: %v, want errNotRunning", err)
 	}
 	if _, err := w.WriteString("job-1\n"); err != nil {
@@ -87,7 +87,7 @@ func TestLateWorkspace(t *testing.T) {
 	if len(ents) != 2 {
 		t.Errorf("the workspace holds %v, want mine and late", ents)
 	}
-	if err := s.Late.Bind(dir); !errors.Is(err, errNotRunning) {
+	if err := s.Late.Bind(dir, ""); !errors.Is(err, errNotRunning) {
 		t.Errorf("Bind once the jail is over: %v, want errNotRunning", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestLateWorkspaceRefused(t *testing.T) {
 	done := runAsync(t, s)
 	w := in.pipe(t)
 	var se *SetupError
-	if err := s.Late.Bind(link); !errors.As(err, &se) || se.Layer != "workspace" || strings.Contains(se.Error(), real) {
+	if err := s.Late.Bind(link, ""); !errors.As(err, &se) || se.Layer != "workspace" || strings.Contains(se.Error(), real) {
 		t.Errorf("Bind of a symlink: %v, want a SetupError of layer workspace without the path", err)
 	}
 	w.Close()

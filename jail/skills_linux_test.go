@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
@@ -34,4 +35,110 @@ func TestSkills(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "greet.ts")); err != nil {
 		t.Errorf("the skill is gone from the host: %v", err)
 	}
+}
+
+// savedScript lists /skills, reads each layer's file, tries to change the
+// overlay, and looks for the saved skills anywhere else.
+const savedScript = `
+ls /skills | sed 's/^/ls: /'
+cat /skills/greet.ts /skills/mine.ts
+(echo x > /skills/mine.ts) 2>/dev/null && echo wrote
+(echo x > /skills/new.ts) 2>/dev/null && echo created
+rm /skills/greet.ts 2>/dev/null && echo removed
+ls -A /run/skills | sed 's/^/run: /'
+awk '$5 == "/run/skills"' /proc/self/mountinfo | wc -l | sed 's/^/mounts: /'
+`
+
+// twoLayers makes an operator's skills directory and a client's saved
+// skills: each has a skill of its own, and both have same.ts.
+func twoLayers(t *testing.T) (operator, saved string) {
+	t.Helper()
+	operator, saved = t.TempDir(), t.TempDir()
+	for p, data := range map[string]string{
+		filepath.Join(operator, "greet.ts"): "operator's greet\n",
+		filepath.Join(operator, "same.ts"):  "operator's same\n",
+		filepath.Join(saved, "mine.ts"):     "client's mine\n",
+		filepath.Join(saved, "same.ts"):     "client's same\n",
+	} {
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return operator, saved
+}
+
+// checkLayers checks savedScript's output: both layers at /skills, the
+// saved one on top, nothing writable, and the saved skills nowhere else.
+func checkLayers(t *testing.T, got, operator string) {
+	t.Helper()
+	for _, want := range []string{"ls: greet.ts\nls: mine.ts\nls: same.ts\n", "operator's greet\nclient's mine\n", "mounts: 0\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	for _, bad := range []string{"wrote", "created", "removed", "run: "} {
+		if strings.Contains(got, bad) {
+			t.Errorf("output has %q:\n%s", bad, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(operator, "greet.ts")); err != nil {
+		t.Errorf("the operator's skill is gone from the host: %v", err)
+	}
+}
+
+// Spec.SavedSkills lies over Skills at /skills: the command sees both, the
+// saved ones on top, and can change neither; the saved skills appear
+// nowhere else in the jail.
+func TestSavedSkills(t *testing.T) {
+	testenv.NeedRoot(t, "the cgroup layer")
+	operator, saved := twoLayers(t)
+	s := spec("/bin/sh", "-c", savedScript+"cat /skills/same.ts")
+	s.Skills, s.SavedSkills = operator, saved
+	var out bytes.Buffer
+	s.Stdout, s.Stderr = &out, &out
+	if _, err := Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	checkLayers(t, out.String(), operator)
+	if !strings.HasSuffix(out.String(), "client's same\n") {
+		t.Errorf("same.ts is not the client's:\n%s", out.String())
+	}
+
+	s = spec("/bin/true")
+	s.SavedSkills = saved
+	if _, err := Run(context.Background(), s); err == nil {
+		t.Error("SavedSkills without Skills ran")
+	}
+}
+
+// A Late.Bind with saved skills lays them over /skills with the workspace;
+// before it, /skills is the operator's alone.
+func TestLateSavedSkills(t *testing.T) {
+	testenv.NeedRoot(t, "the cgroup layer")
+	operator, saved := twoLayers(t)
+	s := spec("/bin/sh", "-c", "ls /skills | sed 's/^/early: /'; echo waiting; read job\n"+savedScript)
+	s.Skills = operator
+	in := make(takeStdin, 1)
+	var out syncBuffer
+	s.Stdin, s.Stdout, s.Stderr = in, &out, &out
+	s.Late = NewLateWorkspace()
+	done := runAsync(t, s)
+	w := in.pipe(t)
+	out.waitFor(t, "waiting\n")
+	if err := s.Late.Bind(t.TempDir(), saved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("go\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r := <-done
+	if r.err != nil || r.res.ExitCode != 0 {
+		t.Fatalf("%v %+v output %q", r.err, r.res, out.String())
+	}
+	got := out.String()
+	if strings.Contains(got, "early: mine.ts") || !strings.Contains(got, "early: greet.ts") {
+		t.Errorf("before the Bind, /skills was not the operator's alone:\n%s", got)
+	}
+	checkLayers(t, got, operator)
 }

@@ -144,6 +144,9 @@ type Job struct {
 	// Workspace is the host directory bound at /workspace, for a pool
 	// with PoolOptions.Workspaces (which requires one); "" without.
 	Workspace string
+	// SavedSkills is a client's saved skills, laid over the pool's
+	// Skills as Options.SavedSkills; only with a Workspace.
+	SavedSkills string
 	// Caller is whom the job runs for, as Options.Caller.
 	Caller toolbridge.Caller
 }
@@ -167,6 +170,9 @@ func (p *Pool) Do(ctx context.Context, job Job) (*Result, error) {
 	}
 	if (job.Workspace != "") != p.o.Workspaces {
 		return nil, errors.New("sandbox: a pool with PoolOptions.Workspaces runs each job in the job's workspace, and only such a pool")
+	}
+	if job.SavedSkills != "" && (job.Workspace == "" || p.o.Skills == "") {
+		return nil, errors.New("sandbox: a job's saved skills need a workspace, and a pool with Skills")
 	}
 	return p.runIn(ctx, l, job)
 }
@@ -241,7 +247,7 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 		ready := true
 		select {
 		case <-w.ready:
-			err = w.late.Bind(job.Workspace)
+			err = w.late.Bind(job.Workspace, job.SavedSkills)
 		case <-w.ended:
 			ready = false
 		}

@@ -77,6 +77,10 @@ type Options struct {
 	// Skills is a host directory the code sees read-only at /skills (and
 	// imports from); "" gives it none.
 	Skills string
+	// SavedSkills is a host directory laid over Skills at /skills, its
+	// files hiding Skills' of the same name: the caller's own saved
+	// skills, which no other caller's code sees. It needs Skills.
+	SavedSkills string
 	// Caller is whom the execution runs for: what tool rules see of it,
 	// and who approves the calls they say a human must (none: such calls
 	// are refused). Its Language is set from the program.
@@ -135,7 +139,7 @@ type execution struct {
 func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 	x := &execution{spec: spec, audit: o.Audit, program: program, loaded: o.Secrets}
 	spec.Stdin, spec.Stdout, spec.Stderr = o.Stdin, o.Stdout, o.Stderr
-	spec.Skills = o.Skills
+	spec.Skills, spec.SavedSkills = o.Skills, o.SavedSkills
 	if o.Stdout == nil {
 		x.stdout = &bytes.Buffer{}
 		spec.Stdout = x.stdout

@@ -98,6 +98,9 @@ def job():
         # The workspace may have been bound over our working directory
         # while we waited (lang.Warm): enter it.
         os.chdir(os.getcwd())
+        # The client's own skills may have been laid over /skills too:
+        # forget what was found there before.
+        sys.path_importer_cache.pop("/skills", None)
         return base64.b64decode(j["source"], validate=True), str(j["name"])
     except Exception as e:  # whatever the job was, the worker reports it
         err = {"name": "CrucibleError", "message": "reading the job: %s" % e}

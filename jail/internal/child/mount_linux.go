@@ -103,6 +103,18 @@ func setupRoot(s *Spec) error {
 		}
 		binds = append(binds, &bind{src: exe, dst: s.Self[1:], what: "this binary"})
 	}
+	saved := -1 // laid over /skills once the root is built
+	if s.SavedSkills != "" {
+		saved = s.SavedSkillsFD
+		if saved <= 0 {
+			fd, err := unix.OpenTree(unix.AT_FDCWD, s.SavedSkills, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if err != nil {
+				return &bindError{&bind{src: s.SavedSkills, what: "the saved skills"}, "cloning", err}
+			}
+			saved = fd
+		}
+		defer unix.Close(saved)
+	}
 	if s.Workspace != "" {
 		b := &bind{src: s.Workspace, dst: workspaceDir[1:], what: "the workspace", rw: true, fd: -1}
 		if s.WorkspaceFD > 0 {
@@ -149,6 +161,11 @@ func setupRoot(s *Spec) error {
 
 	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "run", workspaceDir[1:]} {
 		if err := os.Mkdir(at(d), 0o755); err != nil {
+			return err
+		}
+	}
+	if s.SavedSkills != "" || (s.LateFD > 0 && s.Skills != "") {
+		if err := os.Mkdir(at(savedDir), 0o755); err != nil {
 			return err
 		}
 	}
@@ -244,6 +261,34 @@ func setupRoot(s *Spec) error {
 	}
 	if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("remounting / read-only: %w", err)
+	}
+	if saved >= 0 {
+		return layerSkills(saved)
+	}
+	return nil
+}
+
+// savedDir is where a client's saved skills wait while layerSkills lays
+// them over /skills: an empty directory after.
+const savedDir = "/run/skills"
+
+// layerSkills lays mnt, a detached mount of a client's saved skills, over
+// /skills: an overlay of the two, read-only, the saved skills on top. The
+// overlay keeps its own copies of its layers, so the mount at savedDir is
+// detached again at once.
+func layerSkills(mnt int) error {
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
+	if err := unix.MountSetattr(mnt, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("setting mount flags on the saved skills: %w", err)
+	}
+	if err := unix.MoveMount(mnt, "", unix.AT_FDCWD, savedDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("binding the saved skills: %w", err)
+	}
+	// Should the detach fail, the client sees its own skills twice.
+	defer func() { _ = unix.Unmount(savedDir, unix.MNT_DETACH) }()
+	err := unix.Mount("overlay", SkillsDir, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+savedDir+":"+SkillsDir)
+	if err != nil {
+		return fmt.Errorf("laying the saved skills over %s: %w", SkillsDir, err)
 	}
 	return nil
 }
@@ -370,36 +415,59 @@ func writeEtc(dir, nameserver string) error {
 // one wake-up fewer than through the control socket's reader.
 func bindLate(fd int) {
 	buf := make([]byte, 16)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(2*4))
 	n, oobn, err := Recv(fd, buf, oob)
 	if err != nil || n == 0 {
 		return // the supervisor is gone: init ends with the jail
 	}
-	why := "ok"
-	if mnt, ok := ReceivedFD(oob[:oobn]); !ok {
-		why = "the workspace's mount did not arrive"
-	} else {
-		err := unix.MoveMount(mnt, "", unix.AT_FDCWD, workspaceDir, unix.MOVE_MOUNT_F_EMPTY_PATH)
-		unix.Close(mnt)
-		if err != nil {
-			why = "move_mount: " + err.Error()
+	_ = unix.Sendmsg(fd, []byte(attachLate(oob[:oobn])), nil, nil, 0) // one workspace per jail
+}
+
+// attachLate attaches the mounts that oob carries: the workspace's, and a
+// client's saved skills (layerSkills) if a second came. It says "ok", or
+// why not.
+func attachLate(oob []byte) string {
+	fds := ReceivedFDs(oob)
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	if len(fds) != 1 && len(fds) != 2 {
+		return "the workspace's mount did not arrive"
+	}
+	if err := unix.MoveMount(fds[0], "", unix.AT_FDCWD, workspaceDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return "move_mount: " + err.Error()
+	}
+	if len(fds) == 2 {
+		if err := layerSkills(fds[1]); err != nil {
+			return err.Error()
 		}
 	}
-	_ = unix.Sendmsg(fd, []byte(why), nil, nil, 0) // one workspace per jail
+	return "ok"
 }
 
 // ReceivedFD is the one descriptor that oob carries, if that is what it is.
 func ReceivedFD(oob []byte) (int, bool) {
-	cms, err := unix.ParseSocketControlMessage(oob)
-	if err != nil || len(cms) != 1 {
-		return -1, false
-	}
-	fds, err := unix.ParseUnixRights(&cms[0])
-	if err != nil || len(fds) != 1 {
+	fds := ReceivedFDs(oob)
+	if len(fds) != 1 {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
 		return -1, false
 	}
 	return fds[0], true
+}
+
+// ReceivedFDs are the descriptors that oob carries, in one message.
+func ReceivedFDs(oob []byte) []int {
+	cms, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || len(cms) != 1 {
+		return nil
+	}
+	fds, err := unix.ParseUnixRights(&cms[0])
+	if err != nil {
+		return nil
+	}
+	return fds
 }

@@ -66,8 +66,10 @@ type Spec struct {
 	ReadOnlyFDs   []int    `json:"ro_fds,omitempty"` // init: detached mounts of ReadOnly, by index; 0 where the supervisor made none
 	Skills        string   `json:"skills,omitempty"`
 	SkillsFD      int      `json:"skills_fd,omitempty"` // init: a detached mount of Skills, if the supervisor could make one
-	Self          string   `json:"self,omitempty"`      // where init binds its own binary
-	SelfFD        int      `json:"self_fd,omitempty"`   // init: a detached mount of that binary, if the supervisor could make one
+	SavedSkills   string   `json:"saved_skills,omitempty"`
+	SavedSkillsFD int      `json:"saved_skills_fd,omitempty"` // init: a detached mount of SavedSkills, if the supervisor could make one
+	Self          string   `json:"self,omitempty"`            // where init binds its own binary
+	SelfFD        int      `json:"self_fd,omitempty"`         // init: a detached mount of that binary, if the supervisor could make one
 	TmpSize       int64    `json:"tmp_size"`
 	Nameserver    string   `json:"nameserver,omitempty"`
 
