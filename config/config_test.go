@@ -252,7 +252,7 @@ func TestLoadFull(t *testing.T) {
 	}
 	wantServe := Serve{Token: "0123456789abcdef0123", Tokens: []string{"fedcba9876543210fedc"}, AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute), MaxWorkspaces: 64,
-		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true,
+		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true, SavedSkills: "/srv/crucible/saved-skills",
 		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true, MaxWorkspacesPerClient: 8, MaxSessionsPerClient: 4, SkillsPerClient: 8, SkillBytesPerClient: 1 * MiB, DrainTimeout: Duration(2 * time.Minute),
 		OAuth: OAuth{Issuer: "https://auth.example.com", Audience: "https://crucible.example.com/mcp", Scopes: []string{"crucible"}, JWKSURL: "https://auth.example.com/jwks.json"}}
 	if want := map[string]Client{"ci": {Token: SecretSource{From: "env:CRUCIBLE_TOKEN_CI"}}, "alice": {OAuth: map[string]string{"sub": "alice@example.com"}}}; !reflect.DeepEqual(c.Clients, want) {
@@ -348,7 +348,9 @@ func TestParseErrors(t *testing.T) {
 		{"profiles:\n  dev: {tools: {max_calls: 1000}}\n", `c.yaml:2: profiles["dev"].tools.max_calls: can only lower the top level's 50, not raise it to 1000`},
 		{"profiles:\n  dev: {limits: {memory: 4GiB}}\n", `c.yaml:2: profiles["dev"].limits.memory: can only lower the top level's 512MiB, not raise it to 4GiB`},
 		{"network:\n  allow: [a.example.com]\nprofiles:\n  dev: {network: {allow: [b.example.com]}}\n", `c.yaml:4: profiles["dev"].network.allow[0]: "b.example.com" is not one of network.allow's rules: a profile can only keep some of them`},
-		{"profiles:\n  dev: {skills: {writable: true}}\n", `c.yaml:2: profiles["dev"].skills.writable: needs skills.dir, the profile's own directory to write to`},
+		{"profiles:\n  dev: {skills: {writable: true}}\n", `c.yaml:2: profiles["dev"].skills: needs dir, the profile's own directory of skills`},
+		{"serve:\n  skills: /srv/s\n  skills_writable: true\n  saved_skills: /srv/s/saved\n", `c.yaml:4: serve.saved_skills: "/srv/s/saved" must be outside every skills directory, which a jail sees whole, and hold none`},
+		{"serve:\n  skills: /srv/s\nprofiles:\n  dev: {skills: {dir: /srv/d, writable: true, saved: /srv}}\n", `c.yaml:4: profiles["dev"].skills.saved: "/srv" must be outside every skills directory, which a jail sees whole, and hold none`},
 		{"clients:\n  al: {oauth: {sub: a}}\n", `c.yaml:2: clients["al"].oauth: needs serve.oauth, the issuer whose tokens carry the claims`},
 		{"serve:\n  oauth: {issuer: http://auth.example.com, audience: https://c.example.com/mcp}\n", `c.yaml:2: serve.oauth.issuer: "http://auth.example.com" is not an https URL (http only on loopback)`},
 		{"clients:\n  ci: {}\n", `c.yaml:2: clients["ci"].token: needs from: env:VAR or file:/absolute/path, where its bearer token is (or oauth: claims)`},
@@ -406,7 +408,7 @@ func TestParseErrors(t *testing.T) {
 		{"serve:\n  max_workspace_bytes: 32MiB\n", `c.yaml:2: serve.max_workspace_bytes: must be between one workspace (sandbox.tmp_size: 64MiB) and 1TiB, not 32MiB`},
 		{"serve:\n  max_workspace_bytes: 2TiB\n", `c.yaml:2: serve.max_workspace_bytes: must be between one workspace (sandbox.tmp_size: 64MiB) and 1TiB, not 2TiB`},
 		{"serve:\n  pool: 65\n", `c.yaml:2: serve.pool: must be from 0 to 64, not 65`},
-		{"serve:\n  skills_writable: true\n", `c.yaml:2: serve.skills_writable: needs serve.skills, the directory to write to`},
+		{"serve:\n  skills_writable: true\n", `c.yaml:2: serve.skills_writable: needs serve.skills, the directory of the operator's skills`},
 		{"network:\n  upstream_ca: ca.pem\n", `c.yaml:2: network.upstream_ca: "ca.pem" is not an absolute path`},
 		// Network.
 		{"network:\n  allow_all: yes\n", `c.yaml:2: network.allow_all: must be true or false, not "yes"`},

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Profile is a named subset of the configuration that a client gets:
@@ -32,10 +34,12 @@ type Profile struct {
 	Skills ProfileSkills `yaml:"skills,omitempty"`
 }
 
-// ProfileSkills is a profile's own skills directory.
+// ProfileSkills is a profile's own skills directory: Dir, Writable and
+// Saved are as serve.skills, skills_writable and saved_skills.
 type ProfileSkills struct {
 	Dir      string `yaml:"dir,omitempty"`
 	Writable bool   `yaml:"writable,omitempty"`
+	Saved    string `yaml:"saved,omitempty"`
 }
 
 // ProfileLimits are the sandbox limits a profile may lower.
@@ -115,9 +119,17 @@ func (c *Config) validateProfiles() error {
 			if err := hostPath(p.Skills.Dir); err != nil {
 				return fieldErrorf(at+".skills.dir", "%v", err)
 			}
-		} else if p.Skills.Writable {
-			return fieldErrorf(at+".skills.writable", "needs skills.dir, the profile's own directory to write to")
+		} else if p.Skills.Writable || p.Skills.Saved != "" {
+			return fieldErrorf(at+".skills", "needs dir, the profile's own directory of skills")
 		}
+		if p.Skills.Saved != "" {
+			if err := hostPath(p.Skills.Saved); err != nil {
+				return fieldErrorf(at+".skills.saved", "%v", err)
+			}
+		}
+	}
+	if err := c.checkSavedSkills(); err != nil {
+		return err
 	}
 	for _, name := range c.ClientNames() {
 		if p := c.Clients[name].Profile; p != "" {
@@ -162,7 +174,7 @@ func (c *Config) ForProfile(name string) *Config {
 	n.Network.MaxBytesOut = cmp.Or(p.Network.MaxBytesOut, n.Network.MaxBytesOut)
 	n.Network.MaxBytesIn = cmp.Or(p.Network.MaxBytesIn, n.Network.MaxBytesIn)
 	if p.Skills.Dir != "" {
-		n.Serve.Skills, n.Serve.SkillsWritable = p.Skills.Dir, p.Skills.Writable
+		n.Serve.Skills, n.Serve.SkillsWritable, n.Serve.SavedSkills = p.Skills.Dir, p.Skills.Writable, p.Skills.Saved
 	}
 	return &n
 }
@@ -198,4 +210,35 @@ func number(v any) float64 {
 		return float64(v)
 	}
 	panic(fmt.Sprintf("config: %T is no limit", v))
+}
+
+// checkSavedSkills refuses a directory of saved skills within a directory
+// of skills (the top level's or a profile's), or the other way round: a
+// jail binds its skills directory whole, and would show its clients every
+// client's saved skills.
+func (c *Config) checkSavedSkills() error {
+	type place struct {
+		at, skills, saved string
+		writable          bool
+	}
+	places := []place{{"serve.saved_skills", c.Serve.Skills, c.Serve.SavedSkillsDir(), c.Serve.SkillsWritable}}
+	for _, name := range c.ProfileNames() {
+		p := c.Profiles[name].Skills
+		sv := Serve{Skills: p.Dir, SavedSkills: p.Saved}
+		places = append(places, place{mapPath("profiles", name) + ".skills.saved", p.Dir, sv.SavedSkillsDir(), p.Writable})
+	}
+	for _, a := range places {
+		for _, b := range places {
+			if a.writable && b.skills != "" && (within(a.saved, b.skills) || within(b.skills, a.saved)) {
+				return fieldErrorf(a.at, "%s must be outside every skills directory, which a jail sees whole, and hold none", quote(a.saved))
+			}
+		}
+	}
+	return nil
+}
+
+// within says whether path is dir or lies under it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

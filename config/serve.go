@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -90,11 +91,15 @@ type Serve struct {
 	// Skills is a host directory of reusable programs, read-only at
 	// /skills in the jail and listed as MCP resources. Default "": none.
 	Skills string `yaml:"skills"`
-	// SkillsWritable offers the save_skill and delete_skill tools, which
-	// write to Skills. Default false. A skill saved belongs to its client:
-	// no other may replace or delete it; the skills there when serve
-	// starts are the operator's, which no client may.
+	// SkillsWritable offers the save_skill and delete_skill tools. A skill
+	// saved is its client's alone: it is kept in the client's directory
+	// under SavedSkills, which only that client's jails see, laid over
+	// Skills at /skills. The skills of Skills are the operator's, which
+	// no client may change. Default false.
 	SkillsWritable bool `yaml:"skills_writable"`
+	// SavedSkills is where the skills that clients save are kept, one
+	// directory per client: see SavedSkillsDir.
+	SavedSkills string `yaml:"saved_skills"`
 	// SkillsPerClient bounds the skills one client has saved, and
 	// SkillBytesPerClient their sizes together. Defaults 32 and 2MiB.
 	SkillsPerClient     int      `yaml:"skills_per_client"`
@@ -211,7 +216,12 @@ func (s *Serve) validate(workspace ByteSize) error {
 			return fieldErrorf("serve.skills", "%v", err)
 		}
 	} else if s.SkillsWritable {
-		return fieldErrorf("serve.skills_writable", "needs serve.skills, the directory to write to")
+		return fieldErrorf("serve.skills_writable", "needs serve.skills, the directory of the operator's skills")
+	}
+	if s.SavedSkills != "" {
+		if err := hostPath(s.SavedSkills); err != nil {
+			return fieldErrorf("serve.saved_skills", "%v", err)
+		}
 	}
 	if s.DrainTimeout < 0 || time.Duration(s.DrainTimeout) > time.Hour {
 		return fieldErrorf("serve.drain_timeout", "must be from 0 to 1h, not %v", s.DrainTimeout)
@@ -271,4 +281,16 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// SavedSkillsDir is where the skills that clients save are kept: SavedSkills,
+// or by default Skills's path with ".saved" appended; "" without Skills.
+func (s *Serve) SavedSkillsDir() string {
+	if s.Skills == "" {
+		return ""
+	}
+	if s.SavedSkills != "" {
+		return s.SavedSkills
+	}
+	return filepath.Clean(s.Skills) + ".saved"
 }

@@ -198,7 +198,7 @@ func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest,
 	}
 	defer s.spaces.Release(ws)
 
-	res, err := s.runProgram(ctx, v, ws.Dir, language, in.Code, file, caller)
+	res, err := s.runProgram(ctx, v, ws.Dir, savedSkillsOf(v, client), language, in.Code, file, caller)
 	if err != nil {
 		return nil, s.runError(err)
 	}
@@ -304,11 +304,12 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 	return ctx, cancel
 }
 
-// runProgram runs the program with dir at /workspace: in a warm jail of
-// the pool of its language, else in a new jail.
-func (s *Server) runProgram(ctx context.Context, v *view, dir, language, code, file string, caller toolbridge.Caller) (*sandbox.Result, error) {
+// runProgram runs the program with dir at /workspace, and the client's
+// saved skills ("": none) over the view's: in a warm jail of the pool of
+// its language, else in a new jail.
+func (s *Server) runProgram(ctx context.Context, v *view, dir, saved, language, code, file string, caller toolbridge.Caller) (*sandbox.Result, error) {
 	if p := v.poolFor(language); p != nil {
-		return p.Do(ctx, sandbox.Job{Source: []byte(code), File: file, Language: language, Workspace: dir, Caller: caller})
+		return p.Do(ctx, sandbox.Job{Source: []byte(code), File: file, Language: language, Workspace: dir, SavedSkills: saved, Caller: caller})
 	}
 	cfg := *v.cfg
 	cfg.Sandbox.Workspace = dir
@@ -316,7 +317,7 @@ func (s *Server) runProgram(ctx context.Context, v *view, dir, language, code, f
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: v.tools, Secrets: v.secrets, Skills: v.cfg.Serve.Skills, Caller: caller})
+	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: v.tools, Secrets: v.secrets, Skills: v.cfg.Serve.Skills, SavedSkills: saved, Caller: caller})
 }
 
 // sessionHandle is the handle of se's workspace, "" before it has one.
@@ -436,9 +437,12 @@ func (s *Server) requestContext(req *mcp.CallToolRequest) context.Context {
 
 // clientOf names the client of a request, for its rate limit and its
 // workspaces: its bearer token's, or the stdio connection's.
-func clientOf(req *mcp.CallToolRequest) string {
-	if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-		return req.Extra.TokenInfo.UserID
+func clientOf(req *mcp.CallToolRequest) string { return clientOfExtra(req.Extra) }
+
+// clientOfExtra is the client of a request with extra, as clientOf.
+func clientOfExtra(extra *mcp.RequestExtra) string {
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		return extra.TokenInfo.UserID
 	}
 	return "stdio"
 }

@@ -71,7 +71,7 @@ type Server struct {
 
 	oauth    *oauthVerifier // serve.oauth's tokens; nil without
 	draining atomic.Bool    // Drain has begun: no new executions
-	saved    saved          // the skills clients saved
+	skillMu  sync.Mutex     // held while a client's skill is checked and written
 
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
@@ -150,7 +150,6 @@ func New(o Options) (*Server, error) {
 	if o.Config.Serve.OAuth.Enabled() {
 		s.oauth = newOAuthVerifier(o.Config, log)
 	}
-	s.saved = saved{owner: map[string]string{}, size: map[string]int{}}
 	s.views = map[string]*view{"": {cfg: o.Config, tools: o.Tools, secrets: o.Secrets}}
 	for _, name := range o.Config.ProfileNames() {
 		v, err := s.profileView(name)
@@ -283,7 +282,7 @@ func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 	if v.cfg.Serve.Skills != "" {
 		ins += "\n\nSkills: reusable programs, listed as resources skill://NAME; import them as `import { f } from \"/skills/NAME.ts\"` (Python: `import NAME`)."
 		if v.cfg.Serve.SkillsWritable {
-			ins += " save_skill keeps a program of yours as one."
+			ins += " save_skill keeps a program of yours as one, for your programs alone."
 		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crucible", Title: "Crucible", Version: s.o.Version}, &mcp.ServerOptions{

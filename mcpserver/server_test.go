@@ -24,6 +24,7 @@ import (
 const (
 	tokenA = "test-token-aaaaaaaaaaaaaaaa"
 	tokenB = "test-token-bbbbbbbbbbbbbbbb"
+	tokenC = "test-token-cccccccccccccccc"
 )
 
 // newServer makes a Server on the default configuration, changed by edit.
@@ -126,10 +127,10 @@ func opsGet(t *testing.T, url, path string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-// serveHTTP serves s on a loopback port, taking tokens A and B.
+// serveHTTP serves s on a loopback port, taking tokens A, B and C.
 func serveHTTP(t *testing.T, s *Server) string {
 	t.Helper()
-	hs := httptest.NewServer(s.Handler([]string{tokenA, tokenB}))
+	hs := httptest.NewServer(s.Handler([]string{tokenA, tokenB, tokenC}))
 	t.Cleanup(hs.Close)
 	return hs.URL
 }

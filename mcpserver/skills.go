@@ -23,11 +23,14 @@ import (
 	"github.com/cruciblehq/crucible/audit"
 )
 
-// Skills are the operator's reusable programs: the files of serve.skills,
-// read-only at /skills in every jail, importable there
-// (`import { f } from "/skills/NAME.ts"`, Python's `import NAME`), each
-// listed as the resource skill://NAME. With serve.skills_writable, the
-// tools save_skill and delete_skill change them.
+// Skills are reusable programs, read-only at /skills in every jail,
+// importable there (`import { f } from "/skills/NAME.ts"`, Python's
+// `import NAME`), each listed as the resource skill://NAME. The operator's
+// are the files of serve.skills (or of a profile's skills.dir). With
+// serve.skills_writable, the tools save_skill and delete_skill let a
+// client keep skills of its own: in its own directory under
+// serve.saved_skills, laid over the operator's at /skills in its jails
+// alone, and listed to it alone.
 
 // skillName is a skill's file name: a short lowercase name and the
 // extension of its language. Compiled on first use: a {0,63} repeat is
@@ -93,7 +96,8 @@ func readSkill(dir, name string) ([]byte, error) {
 }
 
 // addSkills lists the skills as resources of srv, and, when writable,
-// offers the tools that change them.
+// offers the tools that change a client's own, and lists each client's
+// own to it.
 func (s *Server) addSkills(v *view, srv *mcp.Server) error {
 	dir := v.cfg.Serve.Skills
 	names, err := listSkills(dir)
@@ -105,25 +109,116 @@ func (s *Server) addSkills(v *view, srv *mcp.Server) error {
 		if err != nil {
 			return fmt.Errorf("serve.skills: %w", err)
 		}
-		s.addSkillResource(dir, srv, n, skillDescription(src))
+		srv.AddResource(skillResource(n, skillDescription(src)), func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return readSkillResource(dir, n, req.Params.URI)
+		})
 	}
-	if v.cfg.Serve.SkillsWritable {
-		save := func(ctx context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
-			return s.saveSkill(ctx, dir, req, in)
-		}
-		del := func(ctx context.Context, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
-			return s.deleteSkill(ctx, dir, req, in)
-		}
-		if err := addTool(s, srv, saveSkillTool(), save); err != nil {
-			return err
-		}
-		return addTool(s, srv, deleteSkillTool(), del)
+	if !v.cfg.Serve.SkillsWritable {
+		return nil
 	}
+	save := func(ctx context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
+		return s.saveSkill(ctx, v, req, in)
+	}
+	del := func(ctx context.Context, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
+		return s.deleteSkill(ctx, v, req, in)
+	}
+	if err := addTool(s, srv, saveSkillTool(), save); err != nil {
+		return err
+	}
+	if err := addTool(s, srv, deleteSkillTool(), del); err != nil {
+		return err
+	}
+	srv.AddReceivingMiddleware(ownSkills(v))
 	return nil
 }
 
-// addSkillResource lists skill name of dir as a resource of srv.
-func (s *Server) addSkillResource(dir string, srv *mcp.Server, name, desc string) {
+// ownSkills adds the caller's own skills to the resources that
+// resources/list gives it, and serves them to its resources/read: no
+// other client sees them.
+func ownSkills(v *view) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "resources/read":
+				p, _ := req.GetParams().(*mcp.ReadResourceParams)
+				if p == nil {
+					break
+				}
+				name, ok := strings.CutPrefix(p.URI, "skill://")
+				own := savedSkillsOf(v, clientOfExtra(req.GetExtra()))
+				if ok && skillName().MatchString(name) && own != "" {
+					if res, err := readSkillResource(own, name, skillURI(name)); err == nil {
+						return res, nil
+					}
+				}
+			case "resources/list":
+				res, err := next(ctx, method, req)
+				if lr, ok := res.(*mcp.ListResourcesResult); ok && err == nil && lr.NextCursor == "" {
+					lr.Resources = withOwnSkills(lr.Resources, savedSkillsOf(v, clientOfExtra(req.GetExtra())))
+				}
+				return res, err
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// withOwnSkills adds the skills of own, a client's directory of saved
+// skills ("": none), to the resources rs, in place of any of the same URI.
+func withOwnSkills(rs []*mcp.Resource, own string) []*mcp.Resource {
+	if own == "" {
+		return rs
+	}
+	names, err := listSkills(own)
+	if err != nil {
+		return rs
+	}
+	for _, n := range names {
+		src, err := readSkill(own, n)
+		if err != nil {
+			continue
+		}
+		r := skillResource(n, skillDescription(src))
+		rs = slices.DeleteFunc(rs, func(o *mcp.Resource) bool { return o.URI == r.URI })
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// savedSkillsOf is the directory of client's saved skills in view v, if
+// its skills are writable and the client has saved some; else "".
+func savedSkillsOf(v *view, client string) string {
+	if !v.cfg.Serve.SkillsWritable {
+		return ""
+	}
+	dir := clientSkillsDir(v.cfg.Serve.SavedSkillsDir(), client)
+	if _, err := os.Stat(dir); err != nil {
+		return ""
+	}
+	return dir
+}
+
+// clientSkillsDir is where client's saved skills are kept under root: a
+// directory named for the client, by a name that stays in root and that
+// no other client's can take.
+func clientSkillsDir(root, client string) string {
+	name := "client-" + client
+	switch hex, isToken := strings.CutPrefix(client, "token:"); {
+	case client == "stdio":
+		name = client
+	case isToken && plainName.MatchString(hex):
+		name = "token-" + hex
+	case !plainName.MatchString(client):
+		name = fmt.Sprintf("id-%x", sha256.Sum256([]byte(client)))
+	}
+	return filepath.Join(root, name)
+}
+
+// plainName is a client's name that can name its directory of skills as it is.
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+
+// skillResource is the resource of skill name, described by desc.
+func skillResource(name, desc string) *mcp.Resource {
 	mime := "text/x-typescript"
 	switch filepath.Ext(name) {
 	case ".js":
@@ -131,14 +226,16 @@ func (s *Server) addSkillResource(dir string, srv *mcp.Server, name, desc string
 	case ".py":
 		mime = "text/x-python"
 	}
-	srv.AddResource(&mcp.Resource{URI: skillURI(name), Name: name, Description: desc, MIMEType: mime},
-		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			src, err := readSkill(dir, name)
-			if err != nil {
-				return nil, mcp.ResourceNotFoundError(req.Params.URI)
-			}
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: mime, Text: string(src)}}}, nil
-		})
+	return &mcp.Resource{URI: skillURI(name), Name: name, Description: desc, MIMEType: mime}
+}
+
+// readSkillResource reads skill name of dir as the resource uri.
+func readSkillResource(dir, name, uri string) (*mcp.ReadResourceResult, error) {
+	src, err := readSkill(dir, name)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: skillResource(name, "").MIMEType, Text: string(src)}}}, nil
 }
 
 type saveSkillIn struct {
@@ -158,7 +255,7 @@ func saveSkillTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:        "save_skill",
 		Title:       "Save a reusable program",
-		Description: `Saves a program as a skill, which later programs import from /skills ("import { f } from '/skills/NAME.ts'"; Python: "import NAME"). Replaces a skill of the same name.`,
+		Description: `Saves a program as a skill of yours, which your later programs import from /skills ("import { f } from '/skills/NAME.ts'"; Python: "import NAME"); other clients do not see it. Replaces your skill of the same name.`,
 		InputSchema: &jsonschema.Schema{
 			Type:     "object",
 			Required: []string{"name", "code", "description"},
@@ -176,7 +273,7 @@ func deleteSkillTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:        "delete_skill",
 		Title:       "Delete a skill",
-		Description: "Deletes a saved skill.",
+		Description: "Deletes a skill you saved.",
 		InputSchema: &jsonschema.Schema{
 			Type:                 "object",
 			Required:             []string{"name"},
@@ -186,42 +283,28 @@ func deleteSkillTool() *mcp.Tool {
 	}
 }
 
-// saved are the skills that clients saved while this serve runs: each
-// belongs to its client, who alone may replace or delete it. Every other
-// skill in the directory (there when serve started, or put there by the
-// operator) is the operator's, which no client may change.
-type saved struct {
-	mu    sync.Mutex // held while a skill is checked and written
-	owner map[string]string
-	size  map[string]int
-}
-
-// mayWrite says why client may not write skill name of dir, or "".
-// s.saved.mu is held.
-func (s *Server) mayWrite(client, dir, name string) string {
-	if owner, ok := s.saved.owner[filepath.Join(dir, name)]; ok {
-		if owner != client {
-			return fmt.Sprintf("skill %q was saved by another client: choose another name", name)
-		}
-		return ""
-	}
+// operators says why no client may write skill name, one of the
+// operator's in dir, or "".
+func operators(dir, name string) string {
 	if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 		return fmt.Sprintf("skill %q is the operator's, which no client may change: choose another name", name)
 	}
 	return ""
 }
 
-// quota says why client may not hold one more skill of n bytes in place of
-// the skill at path, or "". s.saved.mu is held.
-func (s *Server) quota(client, path string, n int) string {
+// quota says why the client whose saved skills are in own may not hold
+// one more skill of n bytes in place of the one named name, or "".
+// s.skillMu is held.
+func (s *Server) quota(v *view, own, name string, n int) string {
 	count, bytes := 1, n
-	for k, owner := range s.saved.owner {
-		if owner == client && k != path {
+	names, _ := listSkills(own) // none yet: no directory
+	for _, o := range names {
+		if fi, err := os.Lstat(filepath.Join(own, o)); err == nil && o != name {
 			count++
-			bytes += s.saved.size[k]
+			bytes += int(fi.Size())
 		}
 	}
-	sv := &s.cfg.Serve
+	sv := &v.cfg.Serve
 	switch {
 	case count > sv.SkillsPerClient:
 		return fmt.Sprintf("this client has saved %d skills, the most it may (serve.skills_per_client): delete one first", sv.SkillsPerClient)
@@ -231,9 +314,8 @@ func (s *Server) quota(client, path string, n int) string {
 	return ""
 }
 
-// saveSkill saves a skill in dir, the skills directory of the caller's
-// view.
-func (s *Server) saveSkill(_ context.Context, dir string, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
+// saveSkill saves a skill of the caller's own in view v.
+func (s *Server) saveSkill(_ context.Context, v *view, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
 	desc := strings.TrimSpace(in.Description)
 	switch {
 	case !skillName().MatchString(in.Name):
@@ -252,29 +334,24 @@ func (s *Server) saveSkill(_ context.Context, dir string, req *mcp.CallToolReque
 		comment = "# "
 	}
 	src := []byte(comment + desc + "\n" + in.Code)
-	s.saved.mu.Lock()
-	defer s.saved.mu.Unlock()
-	path := filepath.Join(dir, in.Name)
-	if why := cmp.Or(s.mayWrite(client, dir, in.Name), s.quota(client, path, len(src))); why != "" {
+	own := clientSkillsDir(v.cfg.Serve.SavedSkillsDir(), client)
+	s.skillMu.Lock()
+	defer s.skillMu.Unlock()
+	if why := cmp.Or(operators(v.cfg.Serve.Skills, in.Name), s.quota(v, own, in.Name, len(src))); why != "" {
 		return nil, nil, errors.New(why)
 	}
-	if err := writeSkill(dir, in.Name, src); err != nil {
-		s.log.Error("saving a skill", "name", in.Name, "error", err)
+	if err := writeSkill(own, in.Name, src); err != nil {
+		s.log.Error("saving a skill", "name", in.Name, "client", client, "error", err)
 		return nil, nil, errors.New("the skill could not be saved; the server's log says why")
 	}
-	s.saved.owner[path], s.saved.size[path] = client, len(src)
 	_ = s.o.Audit.Log(audit.Skill{Op: "save", Name: in.Name, Client: client, CodeHash: fmt.Sprintf("%x", sha256.Sum256(src))})
-	for _, srv := range s.mcpServers(dir) {
-		s.addSkillResource(dir, srv, in.Name, desc)
-	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
-		Text: fmt.Sprintf("Saved. Import it as %q (resource %s).", "/skills/"+in.Name, skillURI(in.Name)),
+		Text: fmt.Sprintf("Saved. Your later programs import it as %q (resource %s); no other client sees it.", "/skills/"+in.Name, skillURI(in.Name)),
 	}}}, nil, nil
 }
 
-// deleteSkill deletes a skill of dir, the skills directory of the caller's
-// view.
-func (s *Server) deleteSkill(_ context.Context, dir string, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
+// deleteSkill deletes a skill of the caller's own in view v.
+func (s *Server) deleteSkill(_ context.Context, v *view, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
 	if !skillName().MatchString(in.Name) {
 		return nil, nil, fmt.Errorf("name %q is not a skill name", truncate(in.Name, 80))
 	}
@@ -282,25 +359,21 @@ func (s *Server) deleteSkill(_ context.Context, dir string, req *mcp.CallToolReq
 	if err := s.rate.allow(client); err != nil {
 		return nil, nil, err
 	}
-	s.saved.mu.Lock()
-	defer s.saved.mu.Unlock()
-	if why := s.mayWrite(client, dir, in.Name); why != "" {
-		return nil, nil, errors.New(why)
-	}
-	path := filepath.Join(dir, in.Name)
-	defer func() {
-		delete(s.saved.owner, path)
-		delete(s.saved.size, path)
-	}()
+	own := clientSkillsDir(v.cfg.Serve.SavedSkillsDir(), client)
+	s.skillMu.Lock()
+	defer s.skillMu.Unlock()
 	// unlink, not os.Remove: a directory named like a skill is no skill,
 	// and is left alone.
-	if err := syscall.Unlink(path); err != nil {
+	err := syscall.Unlink(filepath.Join(own, in.Name))
+	if errors.Is(err, fs.ErrNotExist) {
+		if why := operators(v.cfg.Serve.Skills, in.Name); why != "" {
+			return nil, nil, errors.New(why)
+		}
+	}
+	if err != nil {
 		return nil, nil, skillError(in.Name, "deleted", err)
 	}
 	_ = s.o.Audit.Log(audit.Skill{Op: "delete", Name: in.Name, Client: client})
-	for _, srv := range s.mcpServers(dir) {
-		srv.RemoveResources(skillURI(in.Name))
-	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Deleted."}}}, nil, nil
 }
 
@@ -328,8 +401,18 @@ func breaksLine(r rune) bool {
 	return r < ' ' || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029
 }
 
-// writeSkill replaces skill name of dir with src, whole or not at all.
+// writeSkill replaces skill name of dir with src, whole or not at all,
+// making dir (and its parent, the directory of every client's saved
+// skills, private to serve's user) if need be.
 func writeSkill(dir, name string, src []byte) error {
+	if err := os.Mkdir(filepath.Dir(dir), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// Readable by all: the jail's user reads it through its mount, whose
+	// root it is (the private parent is not on the way).
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
 	f, err := os.CreateTemp(dir, ".save-*")
 	if err != nil {
 		return err
@@ -348,15 +431,4 @@ func writeSkill(dir, name string, src []byte) error {
 		_ = os.Remove(f.Name())
 	}
 	return err
-}
-
-// mcpServers are the MCP servers of every view whose skills are dir's.
-func (s *Server) mcpServers(dir string) []*mcp.Server {
-	var out []*mcp.Server
-	for _, v := range s.views {
-		if v.cfg.Serve.Skills == dir {
-			out = append(out, v.sessionful, v.stateless)
-		}
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +102,19 @@ func TestSkills(t *testing.T) {
 	if out == nil || out.Stdout != "42\n" {
 		t.Fatalf("python import of a saved skill: %+v", out)
 	}
+	// It is the client's own, beside the operator's: listed with them, and
+	// kept apart from them on the host.
+	res, _ = cs.ListResources(ctx, nil)
+	if len(res.Resources) != 2 || res.Resources[1].URI != "skill://double.py" || res.Resources[1].Description != "Doubles." {
+		t.Errorf("resources after save: %+v", res.Resources)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://double.py"}); err != nil || !strings.Contains(rr.Contents[0].Text, "return 2 * x") {
+		t.Errorf("read of the saved skill: %+v, %v", rr, err)
+	}
+	saved := filepath.Join(dir+".saved", "stdio", "double.py")
+	if _, err := os.Stat(saved); err != nil {
+		t.Errorf("the saved skill is not in its client's directory: %v", err)
+	}
 	for _, bad := range []map[string]any{
 		{"name": "../escape.ts", "code": "x", "description": "d"},
 		{"name": "Greet.ts", "code": "x", "description": "d"},
@@ -121,7 +135,7 @@ func TestSkills(t *testing.T) {
 	if r := call("delete_skill", map[string]any{"name": "../greet.ts"}); !r.IsError {
 		t.Error("delete_skill of a bad name was taken")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "double.py")); err == nil {
+	if _, err := os.Stat(saved); err == nil {
 		t.Error("the deleted skill is still there")
 	}
 	res, _ = cs.ListResources(ctx, nil)
@@ -160,28 +174,34 @@ func TestSkillsReadOnly(t *testing.T) {
 	}
 }
 
-// Attack: a client replaces or deletes a skill another client saved (the
-// victim's programs would then import its code), or the operator's; or
-// saves skills without end, filling the disk. A skill belongs to the
-// client that saved it, the operator's to no client, and each client has a
-// count, a size and a rate.
-func TestAttackSkillOwners(t *testing.T) {
-	dir := t.TempDir()
+// Attack: a client imports a skill another client saved (it would read
+// its code), plants one under the same name for the other's programs to
+// import (they would then run its code with their workspace, tools and
+// placeholders), replaces or deletes the operator's, or saves skills
+// without end, filling the disk. A skill saved is its client's alone:
+// only its programs import it, only it lists it; the operator's are no
+// client's to change; each client has a count, a size and a rate. The
+// jails are built for each execution here (pool 0); TestSkills has them
+// warm.
+func TestAttackSavedSkills(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	dir, saved := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "greet.ts"), []byte("// Greets.\nexport const greet = 1;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	url := serveHTTP(t, newServer(t, func(c *config.Config) {
 		c.Serve.Pool = 0
 		c.Serve.Rate = 0
-		c.Serve.Skills, c.Serve.SkillsWritable = dir, true
+		c.Serve.Skills, c.Serve.SkillsWritable, c.Serve.SavedSkills = dir, true, saved
 		c.Serve.SkillsPerClient, c.Serve.SkillBytesPerClient = 2, 4*config.KiB
 	}))
-	a, b := connectHTTP(t, url, tokenA, ""), connectHTTP(t, url, tokenB, "")
+	a, b, c := connectHTTP(t, url, tokenA, ""), connectHTTP(t, url, tokenB, ""), connectHTTP(t, url, tokenC, "")
 	call := func(cs *mcp.ClientSession, tool, name, code string) string {
-		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"name": name, "code": code, "description": "d"}})
+		args := map[string]any{"name": name, "code": code, "description": "d"}
 		if tool == "delete_skill" {
-			r, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"name": name}})
+			args = map[string]any{"name": name}
 		}
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,9 +217,8 @@ func TestAttackSkillOwners(t *testing.T) {
 		want       string
 	}{
 		{a, "save_skill", "util.ts", "export const u = 1;", "ok"},
-		{a, "save_skill", "util.ts", "export const u = 2;", "ok"}, // its own, replaced
-		{b, "save_skill", "util.ts", "export const u = 'pwned';", `skill "util.ts" was saved by another client: choose another name`},
-		{b, "delete_skill", "util.ts", "", `skill "util.ts" was saved by another client`},
+		{a, "save_skill", "util.ts", "export const u = 2;", "ok"},       // its own, replaced
+		{b, "save_skill", "util.ts", "export const u = 'pwned';", "ok"}, // b's own, beside a's
 		{b, "save_skill", "greet.ts", "export const greet = 'pwned';", `skill "greet.ts" is the operator's, which no client may change`},
 		{a, "delete_skill", "greet.ts", "", "is the operator's"},
 		{a, "save_skill", "more.ts", strings.Repeat("x", 5000), "more than the 4KiB it may (serve.skill_bytes_per_client)"},
@@ -207,16 +226,48 @@ func TestAttackSkillOwners(t *testing.T) {
 		{a, "save_skill", "third.ts", "export const t = 1;", "this client has saved 2 skills, the most it may (serve.skills_per_client)"},
 		{b, "save_skill", "third.ts", "export const t = 1;", "ok"}, // b's own count
 		{a, "delete_skill", "more.ts", "", "ok"},
+		{a, "delete_skill", "more.ts", "", `no skill "more.ts"`},
+		{c, "delete_skill", "util.ts", "", `no skill "util.ts"`}, // a's and b's are not c's to delete
 		{a, "save_skill", "third2.ts", "export const t = 1;", "ok"},
 	} {
 		if got := call(c.who, c.tool, c.name, c.code); !strings.Contains(got, c.want) {
 			t.Errorf("%s %s: %q, want %q", c.tool, c.name, got, c.want)
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "util.ts")); !strings.Contains(string(b), "u = 2") {
-		t.Errorf("util.ts: %s", b)
+
+	// Each client's programs import its own util.ts; c, which saved none,
+	// finds none, and its /skills holds the operator's alone.
+	code := `const m = await import("/skills/util.ts").catch(() => null); return m ? m.u : "not there";`
+	for cs, want := range map[*mcp.ClientSession]string{a: "2", b: `"pwned"`, c: `"not there"`} {
+		_, out := execute(t, cs, map[string]any{"code": code})
+		if out == nil || string(out.Result) != want {
+			t.Errorf("import of util.ts: %+v, want %s", out, want)
+		}
+	}
+	_, out := execute(t, c, map[string]any{"language": "py", "code": "import os\nprint(sorted(os.listdir('/skills')))\ntry:\n    import util\nexcept ImportError:\n    print('no util')"})
+	if out == nil || out.Stdout != "['greet.ts']\nno util\n" {
+		t.Errorf("c's /skills: %+v", out)
+	}
+	for cs, want := range map[*mcp.ClientSession][]string{a: {"skill://greet.ts", "skill://third2.ts", "skill://util.ts"}, c: {"skill://greet.ts"}} {
+		res, err := cs.ListResources(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range res.Resources {
+			got = append(got, r.URI)
+		}
+		if slices.Sort(got); !slices.Equal(got, want) {
+			t.Errorf("resources: %q, want %q", got, want)
+		}
+	}
+	if rr, err := c.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "skill://util.ts"}); err == nil {
+		t.Errorf("c read a's skill: %+v", rr)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "greet.ts")); strings.Contains(string(b), "pwned") {
 		t.Errorf("the operator's skill was replaced: %s", b)
+	}
+	if names := testenv.DirNames(t, dir); !slices.Equal(names, []string{"greet.ts"}) {
+		t.Errorf("the operator's directory holds %q", names)
 	}
 }

@@ -214,8 +214,8 @@ func TestAttackProfileSkills(t *testing.T) {
 	s := newServerWith(t, Options{Clients: map[string]string{"alpha": aTok, "bravo": bTok}}, func(c *config.Config) {
 		c.Serve.Rate = 0
 		c.Profiles = map[string]config.Profile{
-			"pa": {Skills: config.ProfileSkills{Dir: da, Writable: true}},
-			"pb": {Skills: config.ProfileSkills{Dir: db, Writable: true}},
+			"pa": {Skills: config.ProfileSkills{Dir: da, Writable: true, Saved: testenv.PublicDir(t)}},
+			"pb": {Skills: config.ProfileSkills{Dir: db, Writable: true, Saved: testenv.PublicDir(t)}},
 		}
 		c.Clients = map[string]config.Client{
 			"alpha": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "pa"},

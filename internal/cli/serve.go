@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -82,11 +84,11 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		if tokens, err = serveTokens(cfg, *httpAddr, env); err != nil {
 			return fail("%v", err)
 		}
+		if name := clientOfToken(tokens, clients); name != "" {
+			return fail("an anonymous token (CRUCIBLE_TOKEN, serve.token or serve.tokens) is clients.%s's token too: which would it be? Give each its own", name)
+		}
 	}
 	warn(cfg, env)
-	if n := sharingSkills(cfg, len(tokens)); n > 1 {
-		fmt.Fprintf(env.Stderr, "crucible: warning: serve.skills_writable: %d clients share serve.skills, and each imports the skills the others save; give clients that do not trust each other profiles with skills of their own (profiles.NAME.skills)\n", n)
-	}
 
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var aw *audit.Writer
@@ -249,18 +251,13 @@ func clientTokens(cfg *config.Config) (map[string]string, error) {
 	return out, nil
 }
 
-// sharingSkills counts the clients that save to serve.skills when it is
-// writable: the anonymous tokens, and the named clients whose profile has
-// no skills of its own.
-func sharingSkills(cfg *config.Config, anonymous int) int {
-	if !cfg.Serve.SkillsWritable {
-		return 0
-	}
-	n := anonymous
-	for _, name := range cfg.ClientNames() {
-		if cfg.Profiles[cfg.ProfileOf(name)].Skills.Dir == "" {
-			n++
+// clientOfToken names a client whose token is one of the anonymous tokens,
+// or is "".
+func clientOfToken(tokens []string, clients map[string]string) string {
+	for _, name := range slices.Sorted(maps.Keys(clients)) {
+		if slices.Contains(tokens, clients[name]) {
+			return name
 		}
 	}
-	return n
+	return ""
 }
