@@ -253,7 +253,7 @@ func TestRootlessSubIDs(t *testing.T) {
 // An agent that starts crucible serve as the user, as Claude Desktop does:
 // the official TypeScript SDK's client over stdio. A program reaches an
 // allowed host with a secret the jail never holds, and its workspace
-// persists to the next call.
+// persists to the next call, which imports a skill the agent saved.
 func TestRootlessServe(t *testing.T) {
 	needCurlPython(t)
 	mcpNode(t)
@@ -265,7 +265,10 @@ func TestRootlessServe(t *testing.T) {
 		degraded = "sandbox:\n  allow_degraded: [cgroup]\n"
 	}
 	f := newSecretFix(t)
-	pub := testenv.PublicDir(t)
+	pub, skills, saved := testenv.PublicDir(t), testenv.PublicDir(t), testenv.PublicDir(t)
+	if err := os.Chown(saved, rangeUID, rangeUID); err != nil { // serve, as the user, writes there
+		t.Fatal(err)
+	}
 	ca, err := os.ReadFile(f.upstreamCA)
 	if err != nil {
 		t.Fatal(err)
@@ -283,16 +286,20 @@ secrets:
   TOKEN:
     from: env:CRUCIBLE_TEST_TOKEN
     hosts: [%[1]s:%[2]d]
-%[4]s`, svcName, f.echo, filepath.Join(pub, "upstream-ca.pem"), degraded))
+serve:
+  skills: %[5]s
+  skills_writable: true
+  saved_skills: %[6]s
+%[4]s`, svcName, f.echo, filepath.Join(pub, "upstream-ca.pem"), degraded, skills, saved))
 	code1 := fmt.Sprintf(`import os, urllib.request
 req = urllib.request.Request("https://%s:%d/rootless", headers={"Authorization": "Bearer " + os.environ["TOKEN"]})
 print(urllib.request.urlopen(req, timeout=10).status)
 open("/workspace/note", "w").write("kept")`, svcName, f.echo)
-	code2 := `print(open("/workspace/note").read())`
+	code2 := "import keep\nprint(open('/workspace/note').read() + keep.SUFFIX)"
 
 	node, _ := mcpNode(t)
 	cmd := u.command(nil, bin, "serve", "--config", cfg)
-	args := append([]string{"testdata/mcpclient.mjs", "--lang", "py", "--code", code1, "--code2", code2, "--stdio"}, cmd.Args...)
+	args := append([]string{"testdata/mcpclient.mjs", "--lang", "py", "--save", "keep.py", `SUFFIX = "!"`, "--code", code1, "--code2", code2, "--stdio"}, cmd.Args...)
 	client := exec.Command(node, args...)
 	client.Env = []string{"PATH=/usr/bin:/bin", cliEnv, "CRUCIBLE_TEST_TOKEN=" + tokenValue}
 	var stderr strings.Builder
@@ -312,7 +319,7 @@ open("/workspace/note", "w").write("kept")`, svcName, f.echo)
 		}
 		steps[s.Step] = s
 	}
-	for _, c := range []struct{ step, stdout string }{{"execute", "200\n"}, {"execute2", "kept\n"}} {
+	for _, c := range []struct{ step, stdout string }{{"execute", "200\n"}, {"execute2", "kept!\n"}} {
 		sc := steps[c.step].Result.StructuredContent
 		if sc == nil || sc.ExitCode == nil || *sc.ExitCode != 0 || sc.Stdout != c.stdout {
 			t.Errorf("%s: %+v", c.step, steps[c.step].Result)

@@ -4,11 +4,12 @@
 // tools, execute a program), so that the server is judged by the SDK that
 // most agents use rather than by hand-written JSON-RPC.
 //
-//   node mcpclient.mjs [--query Q] [--lang L] [--code C] [--code2 C2] --http URL      (token: $CRUCIBLE_TOKEN)
-//   node mcpclient.mjs [--query Q] [--lang L] [--code C] [--code2 C2] --stdio CMD ARGS...
+//   node mcpclient.mjs [--query Q] [--lang L] [--save NAME CODE] [--code C] [--code2 C2] --http URL      (token: $CRUCIBLE_TOKEN)
+//   node mcpclient.mjs [--query Q] [--lang L] [--save NAME CODE] [--code C] [--code2 C2] --stdio CMD ARGS...
 //
-// With --code2, a second execute (step execute2) runs C2 in the first's
-// workspace, passing back the handle the first returned.
+// With --save, save_skill keeps CODE as the skill NAME before the first
+// execute. With --code2, a second execute (step execute2) runs C2 in the
+// first's workspace, passing back the handle the first returned.
 //
 // It prints one JSON line per step ({"step": ..., ...}) on stdout for the Go
 // test to check, and on the first failure a line {"step", "error"} and exit
@@ -22,6 +23,7 @@ const args = process.argv.slice(2);
 let query = "echo";
 let code = `return await tools.everything.echo({ message: "hi" });`;
 let code2;
+let save;
 let language;
 let transport;
 while (args.length > 0 && !transport) {
@@ -30,6 +32,8 @@ while (args.length > 0 && !transport) {
     query = args.shift();
   } else if (flag === "--code") {
     code = args.shift();
+  } else if (flag === "--save") {
+    save = { name: args.shift(), code: args.shift(), description: "Saved by mcpclient." };
   } else if (flag === "--code2") {
     code2 = args.shift();
   } else if (flag === "--lang") {
@@ -84,6 +88,15 @@ try {
   step = "search_tools";
   const found = await client.callTool({ name: "search_tools", arguments: { query } });
   out({ result: found });
+
+  if (save !== undefined) {
+    step = "save_skill";
+    const saved = await client.callTool({ name: "save_skill", arguments: save });
+    if (saved.isError) {
+      throw new Error(`save_skill: ${JSON.stringify(saved.content)}`);
+    }
+    out({ result: saved });
+  }
 
   // callTool checks structuredContent against the tool's output schema.
   step = "execute";
