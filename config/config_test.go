@@ -254,7 +254,8 @@ func TestLoadFull(t *testing.T) {
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute), MaxWorkspaces: 64,
 		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true, SavedSkills: "/srv/crucible/saved-skills",
 		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true, MaxWorkspacesPerClient: 8, MaxSessionsPerClient: 4, SkillsPerClient: 8, SkillBytesPerClient: 1 * MiB, DrainTimeout: Duration(2 * time.Minute),
-		OAuth: OAuth{Issuer: "https://auth.example.com", Audience: "https://crucible.example.com/mcp", Scopes: []string{"crucible"}, JWKSURL: "https://auth.example.com/jwks.json"}}
+		OAuth:    OAuth{Issuer: "https://auth.example.com", Audience: "https://crucible.example.com/mcp", Scopes: []string{"crucible"}, JWKSURL: "https://auth.example.com/jwks.json"},
+		Replicas: Replicas{Name: "crucible-0", Peer: "http://{name}.crucible-peers:8080", Key: SecretSource{From: "file:/etc/crucible/replica-key"}}}
 	if want := map[string]Client{"ci": {Token: SecretSource{From: "env:CRUCIBLE_TOKEN_CI"}}, "alice": {OAuth: map[string]string{"sub": "alice@example.com"}}}; !reflect.DeepEqual(c.Clients, want) {
 		t.Errorf("Load(full.yaml).Clients = %+v; want %+v", c.Clients, want)
 	}
@@ -408,6 +409,10 @@ func TestParseErrors(t *testing.T) {
 		{"serve:\n  max_workspace_bytes: 32MiB\n", `c.yaml:2: serve.max_workspace_bytes: must be between one workspace (sandbox.tmp_size: 64MiB) and 1TiB, not 32MiB`},
 		{"serve:\n  max_workspace_bytes: 2TiB\n", `c.yaml:2: serve.max_workspace_bytes: must be between one workspace (sandbox.tmp_size: 64MiB) and 1TiB, not 2TiB`},
 		{"serve:\n  pool: 65\n", `c.yaml:2: serve.pool: must be from 0 to 64, not 65`},
+		{"serve:\n  replicas:\n    peer: http://peers:8080\n    key: {from: env:K}\n", `c.yaml:3: serve.replicas.peer: "http://peers:8080" is not an http or https URL with {name} in its host where a replica's name goes, such as http://{name}.crucible-peers:8080`},
+		{"serve:\n  replicas:\n    peer: http://{name}:8080\n", `c.yaml:2: serve.replicas.key: is needed: the replicas' shared key (from: file:PATH or env:VAR)`},
+		{"serve:\n  replicas:\n    name: Crucible_0\n    peer: http://{name}:8080\n    key: {from: env:K}\n", `c.yaml:3: serve.replicas.name: "Crucible_0" is not a DNS name (lowercase letters, digits, '-' and '.')`},
+		{"serve:\n  replicas:\n    key: {from: env:K}\n", `c.yaml:2: serve.replicas.peer: is needed: the URL of a replica, {name} where its name goes`},
 		{"serve:\n  skills_writable: true\n", `c.yaml:2: serve.skills_writable: needs serve.skills, the directory of the operator's skills`},
 		{"network:\n  upstream_ca: ca.pem\n", `c.yaml:2: network.upstream_ca: "ca.pem" is not an absolute path`},
 		// Network.

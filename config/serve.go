@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/cruciblehq/crucible/replica"
 )
 
 // Serve configures `crucible serve`, the MCP server.
@@ -33,6 +35,9 @@ type Serve struct {
 	// OAuth makes the HTTP server an OAuth 2.1 resource server: beside the
 	// bearer tokens above, it takes JWTs from one issuer (see OAuth).
 	OAuth OAuth `yaml:"oauth,omitempty"`
+	// Replicas makes this serve one of several that serve each other's
+	// clients (a StatefulSet's pods): see Replicas.
+	Replicas Replicas `yaml:"replicas,omitempty"`
 	// DrainTimeout is how long serve --http, told to stop (SIGTERM,
 	// SIGINT), waits for the executions running to end, while /readyz
 	// says it is draining and new executions are refused; then it stops
@@ -170,6 +175,9 @@ func (s *Serve) validate(workspace ByteSize) error {
 	} else if s.OAuth.Audience != "" || s.OAuth.JWKSURL != "" || len(s.OAuth.Scopes) > 0 {
 		return fieldErrorf("serve.oauth.issuer", "is needed: the authorization server whose tokens to take")
 	}
+	if err := s.Replicas.validate(); err != nil {
+		return err
+	}
 	for i, h := range s.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ \t\r\n@?#") {
 			return fieldErrorf(fmt.Sprintf("serve.allowed_hosts[%d]", i), "%s is not a host name such as crucible.example.com or crucible.example.com:8080", quote(h))
@@ -293,4 +301,43 @@ func (s *Serve) SavedSkillsDir() string {
 		return s.SavedSkills
 	}
 	return filepath.Clean(s.Skills) + ".saved"
+}
+
+// Replicas, when Peer is set, makes serve one replica of a set whose
+// members serve each other's clients: the session ids, workspace handles
+// and paused executions' states it hands out name it, with a MAC under
+// Key, and a request for another member's is forwarded there, to Peer
+// with {name} replaced by that member's Name.
+type Replicas struct {
+	// Name is this replica's: a DNS name, by which the others reach it.
+	// Default: the host's name (a StatefulSet pod's is its own).
+	Name string `yaml:"name,omitempty"`
+	// Peer is a member's URL, {name} where its name goes, e.g.
+	// http://{name}.crucible-peers:8080 (the headless Service's names).
+	Peer string `yaml:"peer,omitempty"`
+	// Key is the key the members share, at least 32 bytes (a Kubernetes
+	// Secret's file).
+	Key SecretSource `yaml:"key,omitempty"`
+}
+
+// Enabled says whether serve is one of several replicas.
+func (r *Replicas) Enabled() bool { return r.Peer != "" }
+
+func (r *Replicas) validate() error {
+	if !r.Enabled() {
+		if r.Name != "" || r.Key.From != "" {
+			return fieldErrorf("serve.replicas.peer", "is needed: the URL of a replica, {name} where its name goes")
+		}
+		return nil
+	}
+	if err := replica.CheckPeer(r.Peer); err != nil {
+		return fieldErrorf("serve.replicas.peer", "%v", err)
+	}
+	if r.Name != "" && !replica.ValidName(r.Name) {
+		return fieldErrorf("serve.replicas.name", "%s is not a DNS name (lowercase letters, digits, '-' and '.')", quote(r.Name))
+	}
+	if r.Key.From == "" {
+		return fieldErrorf("serve.replicas.key", "is needed: the replicas' shared key (from: file:PATH or env:VAR)")
+	}
+	return nil
 }

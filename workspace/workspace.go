@@ -66,6 +66,9 @@ type Options struct {
 	// Create need not mount a tmpfs on its caller's path (0.1 to 0.4 ms on
 	// the developers' VM). Default 0.
 	Spare int
+	// NewHandle makes a new workspace's handle, which must be unguessable;
+	// default "ws_" and 128 random bits, in hex.
+	NewHandle func() string
 	// Owner is the uid and gid that own each workspace's root; default
 	// nobody (65534), or our own id in a user namespace that has no other:
 	// never root of the host, as whom the code would write.
@@ -121,6 +124,13 @@ func Open(o Options) (*Set, error) {
 		}
 	}
 	o.Owner = cmp.Or(o.Owner, defaultOwner())
+	if o.NewHandle == nil {
+		o.NewHandle = func() string {
+			b := make([]byte, 16)
+			_, _ = rand.Read(b)
+			return "ws_" + hex.EncodeToString(b)
+		}
+	}
 	inst, err := openInstance(o.Root)
 	if err != nil {
 		return nil, err
@@ -232,9 +242,7 @@ func (s *Set) refill() {
 // adopt makes dir, from blank, client's workspace, in use. The handle is
 // random: the directory's name is not (it never leaves the host).
 func (s *Set) adopt(dir, client string) (*Workspace, error) {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	ws := &Workspace{Handle: "ws_" + hex.EncodeToString(b), Dir: dir, owner: client, used: s.now(), busy: 1}
+	ws := &Workspace{Handle: s.o.NewHandle(), Dir: dir, owner: client, used: s.now(), busy: 1}
 	s.mu.Lock()
 	s.blanks--
 	if s.closed {
