@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,13 +58,11 @@ type paused struct {
 	timer  *time.Timer
 }
 
-// park keeps r, which waits for q, for the client's retry, for as long as
+// park keeps r, which waits for q, for the client's retry (whose request
+// state is state, an unguessable id), for as long as
 // the question may wait; past it, nobody will read r's result and it is
 // stopped. It returns the result that asks the client.
-func (ap *approvals) park(r *run, q *question, client string) *mcp.CallToolResult {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	state := hex.EncodeToString(b)
+func (ap *approvals) park(r *run, q *question, client, state string) *mcp.CallToolResult {
 	p := &paused{client: client, run: r, q: q}
 	ap.mu.Lock()
 	if ap.waiting == nil {

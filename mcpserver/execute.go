@@ -116,7 +116,7 @@ func (s *Server) executeHandler(v *view, stateless bool) mcp.ToolHandlerFor[exec
 		select {
 		case <-r.done:
 		case q := <-r.questions:
-			return s.approvals.park(r, q, clientOf(req)), nil, nil
+			return s.approvals.park(r, q, clientOf(req), s.mint("st_")), nil, nil
 		case <-ctx.Done():
 			r.cancel()
 			<-r.done

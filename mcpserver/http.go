@@ -19,6 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/net/netutil"
+
+	"github.com/cruciblehq/crucible/replica"
 )
 
 // Two eras of MCP over HTTP live at one endpoint. A 2025-11-25 client (or
@@ -54,6 +56,9 @@ func (s *Server) Handler(tokens []string) http.Handler {
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		if s.replicas != nil && r.Header.Get(replica.Hop) == "" && s.forwarded(w, r) {
+			return
+		}
 		id, forget := s.requests.add(r.Context())
 		defer forget()
 		r.Header.Set(requestHeader, id)
@@ -398,6 +403,13 @@ func Loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// randomID is a new id of kind: kind and 128 random bits, in hex.
+func randomID(kind string) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return kind + hex.EncodeToString(b)
 }
 
 // requests maps the ids our middleware gives HTTP requests to their

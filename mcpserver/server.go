@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/replica"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -51,6 +53,8 @@ type Options struct {
 	// clients section, their tokens read): each is the client of that
 	// name, beside the anonymous tokens that Handler takes.
 	Clients map[string]string
+	// ReplicaKey is the key of serve.replicas, read: required with it.
+	ReplicaKey []byte
 }
 
 // Server is one `crucible serve`: its MCP servers (one per way of being
@@ -69,9 +73,14 @@ type Server struct {
 	// profile).
 	views map[string]*view
 
-	oauth    *oauthVerifier // serve.oauth's tokens; nil without
-	draining atomic.Bool    // Drain has begun: no new executions
-	skillMu  sync.Mutex     // held while a client's skill is checked and written
+	oauth    *oauthVerifier    // serve.oauth's tokens; nil without
+	replicas *replica.Replicas // serve.replicas; nil without
+	// mint makes a new id of a kind ("ws_", "se_", "st_"): with replicas,
+	// one that names this replica.
+	mint     func(kind string) string
+	forwards atomic.Int64 // requests forwarded to the replica that owns them
+	draining atomic.Bool  // Drain has begun: no new executions
+	skillMu  sync.Mutex   // held while a client's skill is checked and written
 
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
@@ -126,8 +135,29 @@ func New(o Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	sv := &o.Config.Serve
+	var replicas *replica.Replicas
+	if sv.Replicas.Enabled() {
+		name := sv.Replicas.Name
+		if name == "" {
+			name, _ = os.Hostname()
+			if !replica.ValidName(name) {
+				return nil, fmt.Errorf("serve.replicas.name: the host's name %q is no DNS name: set this one", name)
+			}
+		}
+		var err error
+		if replicas, err = replica.New(name, sv.Replicas.Peer, o.ReplicaKey); err != nil {
+			return nil, fmt.Errorf("serve.replicas: %w", err)
+		}
+	}
+	mint := func(kind string) string {
+		if replicas != nil {
+			return replicas.ID(kind)
+		}
+		return randomID(kind)
+	}
 	spaces, err := workspace.Open(workspace.Options{
-		Size: int64(o.Config.Sandbox.TmpSize), TTL: time.Duration(sv.WorkspaceTTL), Total: sv.MaxWorkspaces,
+		NewHandle: func() string { return mint("ws_") },
+		Size:      int64(o.Config.Sandbox.TmpSize), TTL: time.Duration(sv.WorkspaceTTL), Total: sv.MaxWorkspaces,
 		TotalBytes: int64(sv.MaxWorkspaceBytes), PerClient: sv.MaxWorkspacesPerClient,
 		Spare: sv.Pool, // as many as the warm jails of a pool, which a burst of fresh calls takes
 	})
@@ -144,11 +174,16 @@ func New(o Options) (*Server, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: map[*mcp.ServerSession]*session{},
+		replicas: replicas,
+		mint:     mint,
 	}
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
 	if o.Config.Serve.OAuth.Enabled() {
 		s.oauth = newOAuthVerifier(o.Config, log)
+	}
+	if replicas != nil {
+		s.stats.counter("crucible_replica_forwards_total", "Requests forwarded to the replica that owns their session, workspace or paused execution.", func() float64 { return float64(s.forwards.Load()) })
 	}
 	s.views = map[string]*view{"": {cfg: o.Config, tools: o.Tools, secrets: o.Secrets}}
 	for _, name := range o.Config.ProfileNames() {
@@ -285,10 +320,13 @@ func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 			ins += " save_skill keeps a program of yours as one, for your programs alone."
 		}
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "crucible", Title: "Crucible", Version: s.o.Version}, &mcp.ServerOptions{
-		Instructions: ins,
-		Logger:       s.log,
-	})
+	so := &mcp.ServerOptions{Instructions: ins, Logger: s.log}
+	if s.replicas != nil {
+		// The session's id names this replica: any other forwards its
+		// requests here.
+		so.GetSessionID = func() string { return s.mint("se_") }
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "crucible", Title: "Crucible", Version: s.o.Version}, so)
 	if err := addTool(s, srv, executeTool(), s.executeHandler(v, stateless)); err != nil {
 		return nil, err
 	}

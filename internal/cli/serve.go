@@ -88,6 +88,15 @@ func runServe(ctx context.Context, args []string, env Env) int {
 			return fail("an anonymous token (CRUCIBLE_TOKEN, serve.token or serve.tokens) is clients.%s's token too: which would it be? Give each its own", name)
 		}
 	}
+	var replicaKey []byte
+	if cfg.Serve.Replicas.Enabled() {
+		if *httpAddr == "" {
+			return fail("serve.replicas: the replicas serve each other's clients over HTTP: add --http ADDR")
+		}
+		if replicaKey, err = sandbox.ReadSource(cfg.Serve.Replicas.Key.From); err != nil {
+			return fail("serve.replicas.key: %v", err)
+		}
+	}
 	warn(cfg, env)
 
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -114,7 +123,7 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		return fail("%v", err)
 	}
 	defer tools.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, Clients: clients})
+	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, Clients: clients, ReplicaKey: replicaKey})
 	if err != nil {
 		return fail("%v", err)
 	}
