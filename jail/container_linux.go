@@ -66,7 +66,7 @@ func runtimeFix(runtime, blocked string) string {
 	case blocked == blockedCgroup && (runtime == "docker" || runtime == "podman"):
 		return "the runtime mounts the cgroup filesystem read-only: run the container with --privileged"
 	case blocked == blockedCgroup && runtime == "kubernetes":
-		return "the runtime mounts the cgroup filesystem read-only: make the container privileged: true"
+		return "the runtime mounts the cgroup filesystem read-only: where it offers a writable one, ask for it (containerd: cgroup_writable = true in the runtime's options; CRI-O: the annotation io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw), else make the container privileged: true"
 	case blocked == blockedTun && (runtime == "docker" || runtime == "podman"):
 		return "run the container with --device /dev/net/tun"
 	case blocked == blockedTun && runtime == "kubernetes":

@@ -283,10 +283,12 @@ var cgroupFixes = map[cgroupKind]struct{ root, user string }{
 // fix is the remedy for missing cgroups on h.
 func (h cgroupHost) fix() string {
 	f := cgroupFixes[h.kind()]
+	// In a container, the runtime decides, whoever crucible runs as: a
+	// host's fix (mkdir, chown, systemd) cannot reach a read-only mount.
+	if fix := runtimeFix(h.runtime, blockedCgroup); fix != "" && h.kind() != cgroupNone {
+		return fix
+	}
 	if h.uid == 0 {
-		if fix := runtimeFix(h.runtime, blockedCgroup); fix != "" && h.kind() != cgroupNone {
-			return fix
-		}
 		return f.root
 	}
 	return strings.ReplaceAll(f.user, "{uid}", strconv.Itoa(h.uid))

@@ -33,6 +33,11 @@ func TestCgroupFix(t *testing.T) {
 			[]string{"writable"}, []string{"run crucible as root", "chown"}},
 		{"no controllers, as root", cgroupHost{},
 			[]string{"mount the memory, pids and cpu controllers"}, []string{"run crucible as root"}},
+		// In a container the runtime decides, for root and any other user.
+		{"v1 in a docker container, as a user", cgroupHost{uid: 65532, v1: ours, runtime: "docker"},
+			[]string{"read-only", "--privileged"}, []string{"chown", "run crucible as root"}},
+		{"v2 in a pod, as a user", cgroupHost{uid: 65532, v2: ours, v2Unified: true, runtime: "kubernetes"},
+			[]string{"cgroup_writable", "cgroup2-mount-hierarchy-rw"}, []string{"systemd", "chown"}},
 	} {
 		fix := tc.host.fix()
 		for _, w := range tc.want {

@@ -69,10 +69,15 @@ func networkCheck(ctx context.Context, checks []Check) []Check {
 	defer cancel()
 	var out bytes.Buffer
 	start := time.Now()
-	r, err := Exec(ctx, cfg, []string{"getent", "ahostsv4", name}, Options{Stdout: &out, Stderr: &out})
+	// getent where there is one (glibc's libc-bin); else busybox's or
+	// bind's nslookup, as in a minimal image.
+	r, err := Exec(ctx, cfg, []string{"sh", "-c", `if command -v getent >/dev/null; then getent ahostsv4 "$1"; elif command -v nslookup >/dev/null; then nslookup "$1"; else exit 127; fi`, "sh", name},
+		Options{Stdout: &out, Stderr: &out})
 	switch {
 	case err != nil:
 		c.Detail = err.Error()
+	case r.ExitCode == 127:
+		c.Detail = "nothing in /usr to ask the jail's DNS with (getent, nslookup): the jail runs the host's commands"
 	case r.ExitCode != 0 || !synthetic(out.String()):
 		c.Detail = fmt.Sprintf("the jail's DNS did not answer (exit %d)", r.ExitCode)
 	default:
@@ -82,12 +87,13 @@ func networkCheck(ctx context.Context, checks []Check) []Check {
 	return []Check{c}
 }
 
-// synthetic reports whether getent's first answer is a sandbox address.
-func synthetic(getent string) bool {
-	f := strings.Fields(getent)
-	if len(f) == 0 {
-		return false
+// synthetic reports whether out, getent's or nslookup's, holds a sandbox
+// address: the answer of the jail's own resolver.
+func synthetic(out string) bool {
+	for _, f := range strings.Fields(out) {
+		if a, err := netip.ParseAddr(f); err == nil && egress.Synthetic4.Contains(a) {
+			return true
+		}
 	}
-	a, err := netip.ParseAddr(f[0])
-	return err == nil && egress.Synthetic4.Contains(a)
+	return false
 }

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/sandbox"
+)
+
+// podProfile is the chart's default pod security profile, userns, as
+// docker run settings: a user that is not root, no capability at all, the
+// seccomp profile the chart ships, /proc unmasked (procMount: Unmasked),
+// no AppArmor confinement (where AppArmor is on, the chart's Localhost
+// profile), and a tun device such as a device plugin hands out.
+func podProfile(t *testing.T, tun string) []string {
+	t.Helper()
+	seccomp, err := filepath.Abs("../../deploy/seccomp/crucible.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--user", "65532:65532", "--cap-drop", "ALL",
+		"--security-opt", "seccomp=" + seccomp, "--security-opt", "systempaths=unconfined", "--security-opt", "apparmor=unconfined",
+		"--device", tun + ":/dev/net/tun"}
+}
+
+// Under the pod profile, in a container of the offline image: doctor
+// finds every layer but the cgroup one (the runtime's cgroup filesystem is
+// read-only), the jail's attacks that apply fail inside as on a host, and
+// a program reaches an allowed host with a secret it never holds.
+func TestContainerPodProfile(t *testing.T) {
+	f := newSecretFix(t)
+	d := startDockerd(t)
+	image := d.image(t, publicCrucible(t))
+	pub := testenv.PublicDir(t)
+	tun := filepath.Join(pub, "tun")
+	if out, err := exec.Command("mknod", "-m", "0666", tun, "c", "10", "200").CombinedOutput(); err != nil {
+		testenv.Missing(t, fmt.Sprintf("needs mknod for a tun node: %v: %s", err, out))
+	}
+	ca, err := os.ReadFile(f.upstreamCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pub, "ca.pem"), ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(pub, "crucible.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`network:
+  allow: [%[1]s:%[2]d]
+  hosts:
+    %[1]s: 127.0.0.1
+  allow_private: [127.0.0.0/8]
+  upstream_ca: %[3]s
+secrets:
+  TOKEN:
+    from: env:CRUCIBLE_TEST_TOKEN
+    hosts: [%[1]s:%[2]d]
+sandbox:
+  allow_degraded: [cgroup]
+`, svcName, f.echo, filepath.Join(pub, "ca.pem"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(pub, "fetch.ts")
+	if err := os.WriteFile(prog, []byte(fmt.Sprintf(`const r = await fetch("https://%s:%d/pod", { headers: { Authorization: "Bearer " + env.TOKEN } });
+export default { status: r.status, token: env.TOKEN };`, svcName, f.echo)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The host's network namespace: the upstream listens on its loopback.
+	run := func(args ...string) (string, error) {
+		base := []string{"run", "--rm", "--network", "host", "-e", cliEnv, "-e", "CRUCIBLE_TEST_TOKEN=" + tokenValue, "-v", pub + ":" + pub + ":ro"}
+		return d.run(append(append(base, podProfile(t, tun)...), append([]string{image}, args...)...)...)
+	}
+
+	out, err := run("crucible", "doctor")
+	for _, row := range []string{"privileges", "user namespaces", "mount API", "procfs", "seccomp filter", "seccomp user notification", "network \\(tun\\)", "network \\(jail\\)"} {
+		if !regexp.MustCompile(`(?m)^` + row + ` +ok `).MatchString(out) {
+			t.Errorf("doctor under the pod profile: %s is not ok (%v):\n%s", row, err, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^jail +ok +built a jail and ran /bin/sh .*\(without cgroup\)`).MatchString(out) {
+		t.Errorf("doctor under the pod profile built no jail:\n%s", out)
+	}
+
+	// The jail's attacks that apply: its root is read-only, it makes no
+	// namespace (refused, and recorded), has no capability, and no network
+	// but what the rules allow.
+	out, err = run("crucible", "exec", "--json", "--config", cfg, "--", "sh", "-c",
+		`id -u; grep CapEff /proc/self/status; touch /usr/x 2>/dev/null || echo ro; unshare -U true 2>/dev/null || echo no-userns; wget -q -T 5 -O- http://127.0.0.1:1/ 2>/dev/null || echo no-net`)
+	var r sandbox.Result
+	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil || err != nil {
+		t.Fatalf("exec under the pod profile: %v %v\n%s", err, jerr, out)
+	}
+	if r.ExitCode != 0 || r.Stdout != "1000\nCapEff:\t0000000000000000\nro\nno-userns\nno-net\n" || !violated(&r, "unshare") {
+		t.Errorf("exec under the pod profile:\n%s", dump(&r))
+	}
+
+	// A program reaches the allowed host with the secret swapped in on the
+	// wire; it never sees the value.
+	out, err = run("crucible", "run", "--json", "--config", cfg, prog)
+	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil || err != nil {
+		t.Fatalf("run under the pod profile: %v %v\n%s", err, jerr, out)
+	}
+	var res struct {
+		Status int
+		Token  string
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil || r.ExitCode != 0 || res.Status != 200 || res.Token == tokenValue || strings.Contains(out, tokenValue) {
+		t.Errorf("the program's result %s (%v):\n%s", r.Result, err, dump(&r))
+	}
+	if got := f.received("/pod"); !strings.Contains(got, "Authorization: Bearer "+tokenValue) {
+		t.Errorf("the host received:\n%s", got)
+	}
+	if out, err := d.run("rmi", image); err != nil {
+		t.Errorf("docker rmi: %v\n%s", err, out)
+	}
+}
