@@ -170,9 +170,10 @@ func (d *dockerd) image(t *testing.T, bin string) string {
 		}
 		add(name, 0o755, b, "")
 	}
-	for _, dir := range []string{"usr/", "usr/bin/", "usr/lib/", "usr/lib64/", "usr/lib/x86_64-linux-gnu/", "tmp/", "etc/", "proc/", "sys/", "dev/"} {
+	for _, dir := range []string{"usr/", "usr/bin/", "usr/lib/", "usr/lib64/", "usr/lib/x86_64-linux-gnu/", "etc/", "proc/", "sys/", "dev/"} {
 		add(dir, 0o755, nil, "")
 	}
+	add("tmp/", 0o1777, nil, "") // serve, as a user, makes its workspaces there
 	add("bin", 0o777, nil, "usr/bin")
 	add("lib", 0o777, nil, "usr/lib")
 	add("lib64", 0o777, nil, "usr/lib64")
