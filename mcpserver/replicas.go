@@ -49,10 +49,13 @@ func (s *Server) forwarded(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body)) // whoever serves it reads it whole
 	if err != nil {
-		return false // too large: served here, which says so
+		// Past serve.max_body, or the client went away: nobody is to
+		// serve it.
+		http.Error(w, "the request could not be read: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return true
 	}
+	r.Body = io.NopCloser(bytes.NewReader(body)) // whoever serves it reads it whole
 	var req routing
 	if json.Unmarshal(body, &req) != nil || req.Method != "tools/call" || len(req.ID) == 0 {
 		return false

@@ -116,6 +116,12 @@ func (s *Server) addSkills(v *view, srv *mcp.Server) error {
 	if !v.cfg.Serve.SkillsWritable {
 		return nil
 	}
+	// Made now, private to serve's user: a directory that cannot be made
+	// is the operator's to hear of at the start, not a client's at its
+	// first save.
+	if err := os.MkdirAll(v.cfg.Serve.SavedSkillsDir(), 0o700); err != nil {
+		return fmt.Errorf("serve.saved_skills: %w", err)
+	}
 	save := func(ctx context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
 		return s.saveSkill(ctx, v, req, in)
 	}
