@@ -256,3 +256,28 @@ func TestReplicaOwnerGone(t *testing.T) {
 		})
 	}
 }
+
+// A body past serve.max_body is refused where it lands, before any
+// routing: it goes to no replica.
+func TestReplicaBodyTooLarge(t *testing.T) {
+	s := newServerWith(t, Options{ReplicaKey: replicaKey}, func(c *config.Config) {
+		c.Serve.Pool = 0
+		c.Serve.MaxBody = config.KiB
+		c.Serve.Replicas = config.Replicas{Name: "crucible-0", Peer: "http://{name}.peers:8080", Key: config.SecretSource{From: "env:UNUSED"}}
+	})
+	url := serveHTTP(t, s)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute","arguments":{"code":"` + strings.Repeat("x", 2*1024) + `"}}}`
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tokenA)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", statelessVersion)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || s.forwards.Load() != 0 {
+		t.Errorf("status %d, %d forwarded", resp.StatusCode, s.forwards.Load())
+	}
+}
