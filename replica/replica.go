@@ -125,14 +125,6 @@ func cutLast(s string, sep byte) (before, after string, found bool) {
 	return s, "", false
 }
 
-// Mine says whether this replica owns id, of kind: it does unless the id
-// names another replica, authentically. An id of no replica is left to
-// this one, which answers that it knows no such thing.
-func (r *Replicas) Mine(kind, id string) bool {
-	name, ok := r.Owner(kind, id)
-	return !ok || name == r.self
-}
-
 func (r *Replicas) mac(body string) string {
 	m := hmac.New(sha256.New, r.key)
 	m.Write([]byte(body))

@@ -77,11 +77,18 @@ func newTestUser(t *testing.T, uid int, sub bool) *testUser {
 // made.
 func (u *testUser) withTun(t *testing.T) {
 	t.Helper()
-	dir := testenv.PublicDir(t)
-	u.tun = filepath.Join(dir, "tun")
-	if out, err := exec.Command("mknod", "-m", "0666", u.tun, "c", "10", "200").CombinedOutput(); err != nil {
+	u.tun = tunNode(t, testenv.PublicDir(t))
+}
+
+// tunNode makes a tun device node of mode 0666 in dir, as udev (or a
+// device plugin) would give one, or skips where nodes cannot be made.
+func tunNode(t *testing.T, dir string) string {
+	t.Helper()
+	tun := filepath.Join(dir, "tun")
+	if out, err := exec.Command("mknod", "-m", "0666", tun, "c", "10", "200").CombinedOutput(); err != nil {
 		testenv.Missing(t, fmt.Sprintf("needs mknod for a tun node: %v: %s", err, out))
 	}
+	return tun
 }
 
 // delegateCgroup gives the user a cgroup of its own, as systemd delegates

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -39,10 +38,7 @@ func TestContainerPodProfile(t *testing.T) {
 	d := startDockerd(t)
 	image := d.image(t, publicCrucible(t))
 	pub := testenv.PublicDir(t)
-	tun := filepath.Join(pub, "tun")
-	if out, err := exec.Command("mknod", "-m", "0666", tun, "c", "10", "200").CombinedOutput(); err != nil {
-		testenv.Missing(t, fmt.Sprintf("needs mknod for a tun node: %v: %s", err, out))
-	}
+	tun := tunNode(t, pub)
 	ca, err := os.ReadFile(f.upstreamCA)
 	if err != nil {
 		t.Fatal(err)

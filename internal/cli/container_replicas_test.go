@@ -47,10 +47,7 @@ func TestContainerReplicas(t *testing.T) {
 	d := startDockerd(t)
 	image := d.image(t, publicCrucible(t))
 	pub := testenv.PublicDir(t)
-	tun := filepath.Join(pub, "tun")
-	if out, err := exec.Command("mknod", "-m", "0666", tun, "c", "10", "200").CombinedOutput(); err != nil {
-		testenv.Missing(t, fmt.Sprintf("needs mknod for a tun node: %v: %s", err, out))
-	}
+	tun := tunNode(t, pub)
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	if err := os.WriteFile(filepath.Join(pub, "key"), []byte(hex.EncodeToString(key)), 0o644); err != nil {
