@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,31 +75,13 @@ export default { status: r.status, token: env.TOKEN };`, svcName, f.echo)), 0o64
 	}
 
 	out, err := run("crucible", "doctor")
-	for _, row := range []string{"privileges", "user namespaces", "mount API", "procfs", "seccomp filter", "seccomp user notification", "network \\(tun\\)", "network \\(jail\\)"} {
-		if !regexp.MustCompile(`(?m)^` + row + ` +ok `).MatchString(out) {
-			t.Errorf("doctor under the pod profile: %s is not ok (%v):\n%s", row, err, out)
-		}
-	}
-	if !regexp.MustCompile(`(?m)^jail +ok +built a jail and ran /bin/sh .*\(without cgroup\)`).MatchString(out) {
-		t.Errorf("doctor under the pod profile built no jail:\n%s", out)
-	}
-
-	// The jail's attacks that apply: its root is read-only, it makes no
-	// namespace (refused, and recorded), has no capability, and no network
-	// but what the rules allow.
-	out, err = run("crucible", "exec", "--json", "--config", cfg, "--", "sh", "-c",
-		`id -u; grep CapEff /proc/self/status; touch /usr/x 2>/dev/null || echo ro; unshare -U true 2>/dev/null || echo no-userns; wget -q -T 5 -O- http://127.0.0.1:1/ 2>/dev/null || echo no-net`)
-	var r sandbox.Result
-	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil || err != nil {
-		t.Fatalf("exec under the pod profile: %v %v\n%s", err, jerr, out)
-	}
-	if r.ExitCode != 0 || r.Stdout != "1000\nCapEff:\t0000000000000000\nro\nno-userns\nno-net\n" || !violated(&r, "unshare") {
-		t.Errorf("exec under the pod profile:\n%s", dump(&r))
-	}
+	checkPodDoctor(t, out, err)
+	checkPodAttacks(t, run, cfg)
 
 	// A program reaches the allowed host with the secret swapped in on the
 	// wire; it never sees the value.
 	out, err = run("crucible", "run", "--json", "--config", cfg, prog)
+	var r sandbox.Result
 	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil || err != nil {
 		t.Fatalf("run under the pod profile: %v %v\n%s", err, jerr, out)
 	}
@@ -112,6 +95,72 @@ export default { status: r.status, token: env.TOKEN };`, svcName, f.echo)), 0o64
 	if got := f.received("/pod"); !strings.Contains(got, "Authorization: Bearer "+tokenValue) {
 		t.Errorf("the host received:\n%s", got)
 	}
+	if out, err := d.run("rmi", image); err != nil {
+		t.Errorf("docker rmi: %v\n%s", err, out)
+	}
+}
+
+// checkPodDoctor checks doctor's report under the pod profile: every layer
+// but cgroups, and a jail built without them.
+func checkPodDoctor(t *testing.T, out string, err error) {
+	t.Helper()
+	for _, row := range []string{"privileges", "user namespaces", "mount API", "procfs", "seccomp filter", "seccomp user notification", "network \\(tun\\)", "network \\(jail\\)"} {
+		if !regexp.MustCompile(`(?m)^` + row + ` +ok `).MatchString(out) {
+			t.Errorf("doctor under the pod profile: %s is not ok (%v):\n%s", row, err, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^jail +ok +built a jail and ran /bin/sh .*\(without cgroup\)`).MatchString(out) {
+		t.Errorf("doctor under the pod profile built no jail:\n%s", out)
+	}
+}
+
+// checkPodAttacks runs the jail's attacks that apply, with the config cfg
+// (which lets the cgroup layer go): its root is read-only, it makes no
+// namespace (refused, and recorded), has no capability, and no network but
+// what the rules allow.
+func checkPodAttacks(t *testing.T, run func(args ...string) (string, error), cfg string) {
+	t.Helper()
+	out, err := run("crucible", "exec", "--json", "--config", cfg, "--", "sh", "-c",
+		`id -u; grep CapEff /proc/self/status; touch /usr/x 2>/dev/null || echo ro; unshare -U true 2>/dev/null || echo no-userns; wget -q -T 5 -O- http://127.0.0.1:1/ 2>/dev/null || echo no-net`)
+	var r sandbox.Result
+	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil || err != nil {
+		t.Fatalf("exec under the pod profile: %v %v\n%s", err, jerr, out)
+	}
+	if r.ExitCode != 0 || r.Stdout != "1000\nCapEff:\t0000000000000000\nro\nno-userns\nno-net\n" || !violated(&r, "unshare") {
+		t.Errorf("exec under the pod profile:\n%s", dump(&r))
+	}
+}
+
+// The pod profile with the pod's own user namespace (hostUsers: false):
+// a daemon with userns-remap gives the container 65536 ids of its own,
+// its root no one on the host, and doctor and the jail's attacks hold
+// there as without. (Docker shares no host network with such a container:
+// the secret's round trip is TestContainerPodProfile's.)
+func TestContainerPodUserns(t *testing.T) {
+	d := startDockerdWith(t, true)
+	image := d.image(t, publicCrucible(t))
+	pub := testenv.PublicDir(t)
+	tun := tunNode(t, pub)
+	cfg := filepath.Join(pub, "crucible.yaml")
+	if err := os.WriteFile(cfg, []byte("sandbox:\n  allow_degraded: [cgroup]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// In a user namespace runc binds the host's node at the device's path
+	// (it cannot make one), so the node is bound here, with the device
+	// allowed: a device plugin's node must likewise be 0666 on the node.
+	settings := podProfile(t, tun)
+	i := slices.Index(settings, "--device")
+	settings = append(slices.Delete(settings, i, i+2), "-v", tun+":/dev/net/tun", "--device-cgroup-rule", "c 10:200 rwm")
+	run := func(args ...string) (string, error) {
+		base := []string{"run", "--rm", "--network", "none", "-e", cliEnv, "-v", pub + ":" + pub + ":ro"}
+		return d.run(append(append(base, settings...), append([]string{image}, args...)...)...)
+	}
+	if out, err := run("busybox", "cat", "/proc/self/uid_map"); err != nil || strings.Join(strings.Fields(out), " ") != fmt.Sprintf("0 %d 65536", remapFirst) {
+		t.Fatalf("the container's ids are not its own (%v): %q", err, out)
+	}
+	out, err := run("crucible", "doctor")
+	checkPodDoctor(t, out, err)
+	checkPodAttacks(t, run, cfg)
 	if out, err := d.run("rmi", image); err != nil {
 		t.Errorf("docker rmi: %v\n%s", err, out)
 	}

@@ -28,7 +28,19 @@ type dockerd struct {
 	root string
 }
 
-func startDockerd(t *testing.T) *dockerd {
+func startDockerd(t *testing.T) *dockerd { return startDockerdWith(t, false) }
+
+// remapUser is the user whose range of subordinate ids a daemon started
+// with remap gives its containers, as a pod with hostUsers: false gets 65536
+// ids of its own: it is known only inside the daemon's mount namespace.
+const (
+	remapUser  = "crutestremap"
+	remapFirst = 3_100_000_000 // far from any real user's range, as the rootless tests' are
+)
+
+// startDockerdWith starts a daemon; with remap, its containers run in user
+// namespaces of their own (userns-remap), their root no one on the host.
+func startDockerdWith(t *testing.T, remap bool) *dockerd {
 	t.Helper()
 	requireRoot(t)
 	daemon := testenv.NeedTool(t, "dockerd")
@@ -37,6 +49,12 @@ func startDockerd(t *testing.T) *dockerd {
 	root, err := os.MkdirTemp("", "crdk")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if remap {
+		// The remapped root must reach its data through this directory.
+		if err := os.Chmod(root, 0o711); err != nil {
+			t.Fatal(err)
+		}
 	}
 	parent := fmt.Sprintf("crucible-test-docker-%d", os.Getpid())
 	if err := os.WriteFile(filepath.Join(root, "daemon.json"), []byte("{}"), 0o600); err != nil {
@@ -52,12 +70,20 @@ func startDockerd(t *testing.T) *dockerd {
 	}
 	setup := "set -e\nmount -t tmpfs tmpfs " + ov + "\nmkdir " + ov + "/upper " + ov + "/work\n" +
 		"mount -t overlay overlay -o lowerdir=/etc,upperdir=" + ov + "/upper,workdir=" + ov + "/work /etc\n" +
-		"mount -t tmpfs tmpfs /run\nexec \"$@\"\n"
+		"mount -t tmpfs tmpfs /run\n"
+	var extra []string
+	if remap {
+		setup += fmt.Sprintf("echo '%[1]s:x:54399:54399::/nonexistent:/bin/false' >> /etc/passwd\necho '%[1]s:x:54399:' >> /etc/group\n"+
+			"echo '%[1]s:%[2]d:65536' >> /etc/subuid\necho '%[1]s:%[2]d:65536' >> /etc/subgid\n", remapUser, remapFirst)
+		extra = []string{"--userns-remap", remapUser}
+	}
+	setup += "exec \"$@\"\n"
 	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", setup, "sh", daemon, "--config-file", filepath.Join(root, "daemon.json"),
 		"--data-root", filepath.Join(root, "data"), "--exec-root", filepath.Join(root, "exec"),
 		"--pidfile", filepath.Join(root, "pid"), "-H", "unix://"+sock,
 		"--storage-driver", "vfs", "--iptables=false", "--ip6tables=false", "--bridge=none",
 		"--ip-forward=false", "--ip-masq=false", "--userland-proxy=false", "--cgroup-parent", "/"+parent)
+	cmd.Args = append(cmd.Args, extra...)
 	logPath := filepath.Join(root, "log")
 	logf, err := os.Create(logPath)
 	if err != nil {
