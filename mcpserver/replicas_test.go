@@ -172,16 +172,7 @@ func TestReplicas(t *testing.T) {
 	// A forged session id: the answer for an unknown session, from
 	// whichever replica it reached.
 	for r := range 3 {
-		req, _ := http.NewRequest("POST", rs.url(r)+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Header.Set("Authorization", "Bearer "+tokenA)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", cs.ID()[:len(cs.ID())-1]+"x")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
+		resp, _ := post(t, rs.url(r), tokenA, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": cs.ID()[:len(cs.ID())-1] + "x"})
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("a forged session id at replica %d: %d", r, resp.StatusCode)
 		}
@@ -267,16 +258,7 @@ func TestReplicaBodyTooLarge(t *testing.T) {
 	})
 	url := serveHTTP(t, s)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute","arguments":{"code":"` + strings.Repeat("x", 2*1024) + `"}}}`
-	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+tokenA)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", statelessVersion)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
+	resp, _ := post(t, url, tokenA, body, map[string]string{"MCP-Protocol-Version": statelessVersion})
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || s.forwards.Load() != 0 {
 		t.Errorf("status %d, %d forwarded", resp.StatusCode, s.forwards.Load())
 	}

@@ -48,19 +48,7 @@ func TestContainerPodProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(pub, "crucible.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`network:
-  allow: [%[1]s:%[2]d]
-  hosts:
-    %[1]s: 127.0.0.1
-  allow_private: [127.0.0.0/8]
-  upstream_ca: %[3]s
-secrets:
-  TOKEN:
-    from: env:CRUCIBLE_TEST_TOKEN
-    hosts: [%[1]s:%[2]d]
-sandbox:
-  allow_degraded: [cgroup]
-`, svcName, f.echo, filepath.Join(pub, "ca.pem"))), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(f.echoConfig(filepath.Join(pub, "ca.pem"))+"sandbox:\n  allow_degraded: [cgroup]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	prog := filepath.Join(pub, "fetch.ts")

@@ -276,21 +276,8 @@ func TestRootlessServe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pub, "upstream-ca.pem"), ca, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := publicConfig(t, fmt.Sprintf(`network:
-  allow: [%[1]s:%[2]d]
-  hosts:
-    %[1]s: 127.0.0.1
-  allow_private: [127.0.0.0/8]
-  upstream_ca: %[3]s
-secrets:
-  TOKEN:
-    from: env:CRUCIBLE_TEST_TOKEN
-    hosts: [%[1]s:%[2]d]
-serve:
-  skills: %[5]s
-  skills_writable: true
-  saved_skills: %[6]s
-%[4]s`, svcName, f.echo, filepath.Join(pub, "upstream-ca.pem"), degraded, skills, saved))
+	cfg := publicConfig(t, f.echoConfig(filepath.Join(pub, "upstream-ca.pem"))+
+		fmt.Sprintf("serve:\n  skills: %s\n  skills_writable: true\n  saved_skills: %s\n%s", skills, saved, degraded))
 	code1 := fmt.Sprintf(`import os, urllib.request
 req = urllib.request.Request("https://%s:%d/rootless", headers={"Authorization": "Bearer " + os.environ["TOKEN"]})
 print(urllib.request.urlopen(req, timeout=10).status)

@@ -136,6 +136,24 @@ func leafCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names
 // bodies; OTHER for other's, in headers only (the default). The network
 // allows, besides, svc's plain HTTP and pass-through TLS servers; the
 // audit trail goes to audit.
+// echoConfig is a config whose one allowed host is the echo server, by
+// svcName, with the secret TOKEN for it (from CRUCIBLE_TEST_TOKEN) and
+// upstream_ca at ca: for a crucible that runs where the fixture's own
+// files are out of reach (as a user, in a container).
+func (f *secretFix) echoConfig(ca string) string {
+	return fmt.Sprintf(`network:
+  allow: [%[1]s:%[2]d]
+  hosts:
+    %[1]s: 127.0.0.1
+  allow_private: [127.0.0.0/8]
+  upstream_ca: %[3]s
+secrets:
+  TOKEN:
+    from: env:CRUCIBLE_TEST_TOKEN
+    hosts: [%[1]s:%[2]d]
+`, svcName, f.echo, ca)
+}
+
 func (f *secretFix) flags(t *testing.T, audit string) []string {
 	t.Helper()
 	flags := f.config(t, fmt.Sprintf(`network:
