@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cruciblehq/crucible/config"
@@ -16,7 +17,13 @@ import (
 // output limit, so that one answer cannot flood the model's context.
 func TestAttackResultFloodsTheModel(t *testing.T) {
 	const bound = 4 << 10
-	s := ownServer(t, func(c *config.Config) { c.Serve.MaxResultOutput = bound }, Options{})
+	// The program builds strings of megabytes: under the race detector, on
+	// two cores shared with other packages' tests, that took more than the
+	// tests' usual 20s once. Its time is not what is tested here.
+	s := ownServer(t, func(c *config.Config) {
+		c.Serve.MaxResultOutput = bound
+		c.Sandbox.Timeout = config.Duration(2 * time.Minute)
+	}, Options{})
 	cs := connect(t, s)
 	code := `console.log("HEAD-OUT" + "o".repeat(10 << 20) + "TAIL-OUT");
 console.error("HEAD-ERR" + "e".repeat(512 << 10) + "TAIL-ERR");
