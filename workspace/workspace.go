@@ -86,7 +86,10 @@ type Set struct {
 	blanks  int      // directories made, or being made, and not yet anyone's
 	spares  []string // made ahead, for Create
 	filling int      // spares being made
-	closed  bool
+	// spareDone is broadcast as each spare being made is done (or was not
+	// made): Create waits on it when such a spare holds the last place.
+	spareDone *sync.Cond
+	closed    bool
 
 	bg sync.WaitGroup // deletions and spares being made, which Close waits for
 }
@@ -136,6 +139,7 @@ func Open(o Options) (*Set, error) {
 		return nil, err
 	}
 	s := &Set{o: o, inst: inst, now: time.Now, byID: map[string]*Workspace{}}
+	s.spareDone = sync.NewCond(&s.mu)
 	s.refill()
 	return s, nil
 }
@@ -162,8 +166,17 @@ func (s *Set) TTL() time.Duration { return s.o.TTL }
 func (s *Set) Create(client string) (*Workspace, error) {
 	s.mu.Lock()
 	var dir string
-	if n := len(s.spares); n > 0 {
-		dir, s.spares = s.spares[n-1], s.spares[:n-1]
+	for {
+		if n := len(s.spares); n > 0 {
+			dir, s.spares = s.spares[n-1], s.spares[:n-1]
+			break
+		}
+		// A spare being made may hold the last place: wait for it
+		// rather than answer full.
+		if s.closed || s.filling == 0 || len(s.byID)+s.blanks < s.o.Total {
+			break
+		}
+		s.spareDone.Wait()
 	}
 	s.mu.Unlock()
 	if dir == "" {
@@ -226,6 +239,7 @@ func (s *Set) refill() {
 			dir, err := s.blank() // ErrFull, ErrClosed: no spare then
 			s.mu.Lock()
 			s.filling--
+			s.spareDone.Broadcast()
 			if err == nil && !s.closed {
 				s.spares = append(s.spares, dir)
 				dir = ""
