@@ -267,10 +267,12 @@ func TestAttackInitNoSpuriousViolations(t *testing.T) {
 // Attack: exhaust the jail's pids limit from the command's first
 // instruction, while init's thread may still be on its way out and init
 // may want a thread of its own: init still reaps the command and reports
-// its own exit code, and the limit is recorded.
+// its own exit code, and the limit is recorded. (The shell forks its sleep
+// before the bomb and nothing after it: a shell that cannot fork exits 2,
+// as init's runtime does when it cannot make a thread.)
 func TestAttackInitForkBombAtStart(t *testing.T) {
 	requireRoot(t)
-	r := jailSh(t, `b() { b | b & }; b; sleep 1; echo survived; exit 3`, "--pids", "16", "--timeout", "30s")
+	r := jailSh(t, `sleep 1 & s=$!; b() { b | b & }; b & wait $s; echo survived; exit 3`, "--pids", "16", "--timeout", "30s")
 	if r.ExitCode != 3 || r.Stdout != "survived\n" {
 		t.Errorf("want the shell's own exit 3 past the bomb:\n%.2000s", dump(r))
 	}

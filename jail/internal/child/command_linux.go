@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"github.com/cruciblehq/crucible/seccomp"
@@ -28,6 +29,7 @@ import (
 // what is left of its privileges. It returns the command's pid, or 0 and
 // init's exit code once it has reported why the command did not start.
 func startCommand(s *Spec) (pid, code int) {
+	spareThreads(spareMs)
 	done := make(chan [2]int, 1)
 	go func() {
 		// Never unlocked: the goroutine's end ends its thread, whose
@@ -39,6 +41,40 @@ func startCommand(s *Spec) (pid, code int) {
 	}()
 	r := <-done
 	return r[0], r[1]
+}
+
+// spareMs is how many idle threads init's runtime holds when the command
+// starts: the command's thread takes one and ends; the next hand-off of
+// init's P (GOMAXPROCS=1) takes another. The pids limit counts them, and
+// MinPids allows for them (TestPidsFloor).
+const spareMs = 2
+
+// spareThreads leaves n idle threads in the runtime's pool. The command
+// can fill the pids limit from its first instruction, and from then on
+// init must never need a new thread: Go aborts the process when it cannot
+// make one ("pthread_create failed"), and init's death would lose the
+// command's exit code. Yet the runtime starts one whenever a P is handed
+// off and no thread is idle, as when the command's locked thread ends,
+// and Go never ends an idle thread. So n goroutines each hold a thread of
+// their own at once (LockOSThread), then let go, and their threads wait
+// idle for those hand-offs.
+func spareThreads(n int) {
+	var held, done sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		held.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			held.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	held.Wait()
+	close(release)
+	done.Wait()
 }
 
 func forkCommand(s *Spec) (int, int) {
