@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,6 +61,11 @@ func findCgroupParents() (*cgroupParent, error) {
 		return nil, err
 	}
 	if p, ok := own[""]; ok {
+		if path.Base(p) == SupervisorCgroup {
+			// Our leaf of a delegated cgroup (JoinSystemdScope, or
+			// delegateV2 in a process before us): the jails go beside it.
+			p = path.Dir(p)
+		}
 		for _, mnt := range []string{cgroupRoot, cgroupRoot + "/unified"} {
 			var st unix.Statfs_t
 			if unix.Statfs(mnt, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
@@ -121,7 +127,7 @@ func delegateV2(dir string) error {
 	ctl := filepath.Join(dir, "cgroup.subtree_control")
 	err := os.WriteFile(ctl, []byte(want), 0)
 	if errors.Is(err, unix.EBUSY) {
-		leaf := filepath.Join(dir, "crucible-supervisor")
+		leaf := filepath.Join(dir, SupervisorCgroup)
 		if err := os.Mkdir(leaf, 0o755); err != nil && !os.IsExist(err) {
 			return fmt.Errorf("creating a leaf cgroup for the supervisor: %w", pathless(err))
 		}

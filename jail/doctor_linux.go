@@ -88,6 +88,9 @@ func Diagnose(ctx context.Context) []Check {
 		cg.Status, cg.Detail = StatusOK, "cgroup v1: memory, pids, cpu"
 		if p.v2 {
 			cg.Detail = "cgroup v2: memory, pids, cpu"
+			if scope := filepath.Base(p.dirs[0]); delegatedCgroup(p.dirs[0]) && strings.HasSuffix(scope, ".scope") {
+				cg.Detail += ", in " + scope + ", which your systemd delegates"
+			}
 		}
 	}
 	add(cg)
@@ -266,11 +269,11 @@ var cgroupFixes = map[cgroupKind]struct{ root, user string }{
 	},
 	cgroupV2: {
 		root: "make this process's cgroup v2 writable (in a container: give it a cgroup namespace of its own, mounted read-write)",
-		user: "run crucible as root, or start it in a cgroup delegated to you: systemd-run --user --scope -p Delegate=yes crucible ...",
+		user: "run crucible as root, or under your systemd user manager (log in, or as root: loginctl enable-linger {uid}), which crucible asks for a delegated scope itself, or start it in a cgroup delegated to you: systemd-run --user --scope -p Delegate=yes crucible ...",
 	},
 	cgroupV2Bare: {
 		root: "enable memory, pids and cpu for crucible's cgroup: add them to the cgroup.subtree_control of each cgroup above it, from /sys/fs/cgroup down",
-		user: "run crucible as root, or have systemd delegate memory, pids and cpu to you (as root: systemctl edit user@.service, add [Service] Delegate=memory pids cpu, then log in again) and start crucible in a delegated scope: systemd-run --user --scope -p Delegate=yes crucible ...",
+		user: "run crucible as root, or have systemd delegate memory, pids and cpu to you (as root: systemctl edit user@.service, add [Service] Delegate=memory pids cpu, then log in again); crucible then asks your systemd for a delegated scope itself",
 	},
 	cgroupV1: {
 		root: "make the cgroup v1 hierarchies of memory, pids and cpu under /sys/fs/cgroup writable (in a container: mount them read-write)",
@@ -291,7 +294,11 @@ func (h cgroupHost) fix() string {
 	if h.uid == 0 {
 		return f.root
 	}
-	return strings.ReplaceAll(f.user, "{uid}", strconv.Itoa(h.uid))
+	fix := strings.ReplaceAll(f.user, "{uid}", strconv.Itoa(h.uid))
+	if scopeWhy != "" {
+		fix = scopeWhy + "; " + fix
+	}
+	return fix
 }
 
 // probeCgroupHost describes this host's cgroups as findCgroupParents sees

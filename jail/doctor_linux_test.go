@@ -22,9 +22,9 @@ func TestCgroupFix(t *testing.T) {
 		{"v2 mounted without controllers beside v1 (hybrid), as a user", cgroupHost{uid: 1001, v2: []string{}, v1: ours},
 			v1Recipe, []string{"systemd", "Delegate"}},
 		{"v2 offering them, as a user", cgroupHost{uid: 1000, v2: []string{"cpuset", "cpu", "io", "memory", "pids"}, v2Unified: true},
-			[]string{"systemd-run --user --scope -p Delegate=yes", "run crucible as root"}, []string{"chown", "user@.service"}},
+			[]string{"asks for a delegated scope itself", "loginctl enable-linger 1000", "systemd-run --user --scope -p Delegate=yes", "run crucible as root"}, []string{"chown", "user@.service"}},
 		{"v2 without cpu, as a user", cgroupHost{uid: 1000, v2: []string{"memory", "pids"}, v2Unified: true},
-			[]string{"user@.service", "Delegate=memory pids cpu", "systemd-run --user --scope -p Delegate=yes"}, []string{"chown"}},
+			[]string{"user@.service", "Delegate=memory pids cpu", "asks your systemd for a delegated scope itself"}, []string{"chown"}},
 		{"no controllers, as a user", cgroupHost{uid: 1000},
 			[]string{"mount the memory, pids and cpu controllers"}, []string{"systemd", "chown"}},
 		{"v1, as root", cgroupHost{v1: ours},
@@ -50,5 +50,13 @@ func TestCgroupFix(t *testing.T) {
 				t.Errorf("%s: fix %q has %q", tc.name, fix, n)
 			}
 		}
+	}
+
+	// Where asking systemd for a scope failed, the fix says so first.
+	defer func(why string) { scopeWhy = why }(scopeWhy)
+	scopeWhy = "asking your systemd for a delegated cgroup scope failed: the user manager did not start the scope in time"
+	h := cgroupHost{uid: 1000, v2: ours, v2Unified: true}
+	if fix := h.fix(); !strings.HasPrefix(fix, scopeWhy+"; run crucible as root") {
+		t.Errorf("fix %q: want it to start with why the scope failed, then the remedies", fix)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cruciblehq/crucible/systemdscope"
 	"github.com/cruciblehq/crucible/userns"
 )
 
@@ -52,9 +53,15 @@ Run 'crucible exec -h', 'crucible run -h' or 'crucible serve -h' for their flags
 // the process's stdio, SIGINT and SIGTERM to stop. As a user other than
 // root, the commands that build jails run as root of a user namespace of
 // their own (see package userns): this process then only waits for that
-// copy, and returns its exit code.
+// copy, and returns its exit code. Before that, on cgroup v2, it asks the
+// user's systemd for a delegated scope (package systemdscope), in which the
+// copy is born.
 func Main() int {
 	jails := len(os.Args) > 1 && slices.Contains([]string{"exec", "run", "serve", "tools", "doctor"}, os.Args[1])
+	if jails {
+		// A failure is the cgroup layer's to report, with its fix.
+		_, _ = systemdscope.Join(context.Background())
+	}
 	if code, _ := userns.Enter(jails); code >= 0 {
 		return code
 	}
