@@ -1,11 +1,6 @@
 package jail
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -41,40 +36,9 @@ func TestAppArmorCheck(t *testing.T) {
 // AppArmor 4.0 knows neither the userns rule nor abi 4.0: it must then
 // refuse that rule and nothing else.
 func TestAppArmorProfileParses(t *testing.T) {
-	parser := testenv.NeedTool(t, "apparmor_parser")
-	exe := "/opt/my tools/crucible"
-	profile := AppArmorProfile(exe)
+	profile := AppArmorProfile("/opt/my tools/crucible")
 	if !strings.Contains(profile, `profile crucible "/opt/my tools/crucible" flags=(unconfined) {`) || !strings.Contains(profile, "\n  userns,\n") {
 		t.Fatalf("profile:\n%s", profile)
 	}
-	parse := func(text string) (string, error) {
-		p := filepath.Join(t.TempDir(), "crucible")
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(parser, "--skip-kernel-load", "--skip-cache", "--quiet", p).CombinedOutput()
-		return string(out), err
-	}
-	ver, _ := exec.Command(parser, "--version").Output()
-	v, _, _ := strings.Cut(string(ver), "\n")
-	m := regexp.MustCompile(`version (\d+)\.`).FindStringSubmatch(v)
-	if m == nil {
-		t.Fatalf("apparmor_parser --version: %q", v)
-	}
-	if major, _ := strconv.Atoi(m[1]); major >= 4 {
-		if out, err := parse(profile); err != nil {
-			t.Fatalf("apparmor_parser: %v\n%s\n%s", err, out, profile)
-		}
-		return
-	}
-	old := strings.Replace(profile, "abi <abi/4.0>,", "abi <abi/3.0>,", 1)
-	out, err := parse(old)
-	line := strings.Count(old[:strings.Index(old, "  userns,")], "\n") + 1
-	if err == nil || !strings.Contains(out, "at line "+strconv.Itoa(line)+":") {
-		t.Errorf("parser %s: want the userns rule (line %d) refused: %v\n%s", v, line, err, out)
-	}
-	if out, err := parse(strings.Replace(old, "  userns,\n", "", 1)); err != nil {
-		t.Errorf("the profile without its userns rule: %v\n%s", err, out)
-	}
-	t.Logf("%s predates the userns rule (AppArmor 4.0): the rest of the profile parses", v)
+	testenv.AppArmorParse(t, profile)
 }

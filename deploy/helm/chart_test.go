@@ -4,6 +4,7 @@ package helm
 import (
 	"bytes"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
 // kubeVersion is the cluster the chart is rendered for.
@@ -269,5 +271,36 @@ func TestReadmeNamesProfiles(t *testing.T) {
 		if !bytes.Contains(readme, []byte(p)) {
 			t.Errorf("the chart's README does not name %s", p)
 		}
+	}
+}
+
+// The AppArmor profile shipped for pods (deploy/apparmor/crucible-pod):
+// confined (a runtime's default, not Unconfined), with what the jail
+// needs on top, parsed by the real parser; and the chart that names it
+// stays Baseline. (AppArmor is off in this machine's kernel: the profile
+// is parsed, never loaded.)
+func TestPodAppArmorProfile(t *testing.T) {
+	b, err := os.ReadFile("../apparmor/crucible-pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := string(b)
+	if !strings.Contains(profile, "\nprofile crucible-pod flags=(attach_disconnected,mediate_deleted) {\n") || strings.Contains(profile, "unconfined)") {
+		t.Errorf("want a confined profile named crucible-pod:\n%s", profile)
+	}
+	for _, rule := range []string{"userns", "mount", "umount", "pivot_root", "deny @{PROC}/sysrq-trigger rwklx", "deny /sys/firmware/** rwklx"} {
+		if !strings.Contains(profile, "\n  "+rule+",\n") {
+			t.Errorf("the profile lacks %q", rule)
+		}
+	}
+	testenv.AppArmorParse(t, profile)
+
+	m := mustRender(t, secrets+"appArmor: {localhostProfile: crucible-pod}\n")
+	pod := &m.statefulSet.Spec.Template
+	if p := pod.Spec.SecurityContext.AppArmorProfile; p == nil || p.Type != corev1.AppArmorProfileTypeLocalhost || *p.LocalhostProfile != "crucible-pod" {
+		t.Errorf("the pod's AppArmor profile: %+v", p)
+	}
+	if l, why := level(t, pod); l != psa.LevelBaseline {
+		t.Errorf("with the AppArmor profile the pod is %s, want baseline (%s)", l, why)
 	}
 }

@@ -11,6 +11,10 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -80,4 +84,49 @@ func DirNames(t testing.TB, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// AppArmorParse parses an AppArmor profile with the real apparmor_parser
+// (Debian's apparmor package; it parses where the kernel has no AppArmor),
+// loading nothing into the kernel. A parser older than 4.0 knows neither
+// abi/4.0 nor its userns rule: there the profile must have exactly one
+// userns rule, which the parser must refuse, and parse without it. It
+// returns whether the parser knew the userns rule.
+func AppArmorParse(t testing.TB, profile string) (userns bool) {
+	t.Helper()
+	parser := NeedTool(t, "apparmor_parser")
+	parse := func(text string) (string, error) {
+		p := filepath.Join(t.TempDir(), "profile")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(parser, "--skip-kernel-load", "--skip-cache", "--quiet", p).CombinedOutput()
+		return string(out), err
+	}
+	ver, _ := exec.Command(parser, "--version").Output()
+	v, _, _ := strings.Cut(string(ver), "\n")
+	m := regexp.MustCompile(`version (\d+)\.`).FindStringSubmatch(v)
+	if m == nil {
+		t.Fatalf("apparmor_parser --version: %q", v)
+	}
+	if major, _ := strconv.Atoi(m[1]); major >= 4 {
+		if out, err := parse(profile); err != nil {
+			t.Fatalf("apparmor_parser: %v\n%s\n%s", err, out, profile)
+		}
+		return true
+	}
+	if strings.Count(profile, "\n  userns,\n") != 1 {
+		t.Fatalf("want one userns rule in the profile:\n%s", profile)
+	}
+	old := strings.Replace(profile, "abi <abi/4.0>,", "abi <abi/3.0>,", 1)
+	out, err := parse(old)
+	line := strings.Count(old[:strings.Index(old, "\n  userns,\n")+1], "\n") + 1
+	if err == nil || !strings.Contains(out, "at line "+strconv.Itoa(line)+":") {
+		t.Errorf("parser %s: want the userns rule (line %d) refused: %v\n%s", v, line, err, out)
+	}
+	if out, err := parse(strings.Replace(old, "\n  userns,\n", "\n", 1)); err != nil {
+		t.Errorf("the profile without its userns rule: %v\n%s", err, out)
+	}
+	t.Logf("%s predates the userns rule (AppArmor 4.0): the rest of the profile parses", v)
+	return false
 }
