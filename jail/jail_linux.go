@@ -688,6 +688,7 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 	}
 	_ = x.cmd.Wait() // the exit status is read from ProcessState
 	<-ctrlDone
+	x.account()
 	x.mon.stop()
 	if x.stdin != nil {
 		x.stdin.stop()
@@ -695,6 +696,25 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-cha
 	// The jail is gone, so every writer is: these end at once.
 	x.copies.Wait()
 	return early
+}
+
+// account adds the reaped jail's cost to TotalUsage: init's rusage holds
+// the command's (init waited for it), which init reported on its own.
+func (x *execution) account() {
+	ps := x.cmd.ProcessState
+	if ps == nil {
+		return
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return
+	}
+	var cmdCPU time.Duration
+	var cmdFaults int64
+	if st := x.mon.exit; st != nil {
+		cmdCPU, cmdFaults = time.Duration(st.CPU)*time.Microsecond, st.Faults
+	}
+	addUsage(time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), ru.Minflt+ru.Majflt, cmdCPU, cmdFaults)
 }
 
 // endEarly ends the execution on the command's own report, without waiting

@@ -121,6 +121,10 @@ func WantSystemdScope() (manager, v2 string) {
 	return h.manager, h.v2
 }
 
+// OwnCgroups maps each cgroup v1 controller (and "" for v2) to this
+// process's path in its hierarchy.
+func OwnCgroups() (map[string]string, error) { return ownCgroups() }
+
 // OwnCgroupV2 is this process's cgroup v2 path, or "".
 func OwnCgroupV2() string {
 	own, _ := ownCgroups()

@@ -159,7 +159,8 @@ func initMain() int {
 
 	for {
 		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
+		var ru unix.Rusage
+		got, err := unix.Wait4(-1, &ws, 0, &ru)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -169,7 +170,7 @@ func initMain() int {
 		if got != pid {
 			continue // an orphan reparented to us
 		}
-		st := ExitStatus{Code: ws.ExitStatus()}
+		st := ExitStatus{Code: ws.ExitStatus(), CPU: ru.Utime.Nano()/1000 + ru.Stime.Nano()/1000, Faults: ru.Minflt + ru.Majflt}
 		if ws.Signaled() {
 			st.Signal = int(ws.Signal())
 			st.Code = 128 + st.Signal

@@ -101,10 +101,15 @@ type Msg struct {
 	Exit     *ExitStatus `json:"exit,omitempty"`
 }
 
-// ExitStatus is how the command ended.
+// ExitStatus is how the command ended, and what it cost: its CPU time
+// (user and system) and page faults, with those of the descendants it
+// waited for, as init's wait4 reports them. The supervisor's early end
+// (endEarly) makes one of its own, with a code alone.
 type ExitStatus struct {
-	Code   int `json:"code"`
-	Signal int `json:"signal,omitempty"`
+	Code   int   `json:"code"`
+	Signal int   `json:"signal,omitempty"`
+	CPU    int64 `json:"cpu_us,omitempty"`
+	Faults int64 `json:"faults,omitempty"`
 }
 
 // SetupError is jail.SetupError as it travels: a layer that could not be
