@@ -228,7 +228,15 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 	// The replacement is built once this execution is done, not beside it:
 	// on a busy machine the two would share the cores.
 	defer p.refill()
-	defer w.cancel()
+	// A jail that ended on its own (its command reported and is exiting)
+	// is left to end: init reaps the command and says what it cost
+	// (jail.TotalUsage). Any other is killed.
+	endedOwn := false
+	defer func() {
+		if !endedOwn {
+			w.cancel()
+		}
+	}()
 
 	job.Caller.Language = l.Name
 	w.x.begin(programRecord(l.Name, job.Source), job.Caller)
@@ -254,6 +262,7 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 		stop()
 		if !ready && ctx.Err() == nil {
 			_ = in.Close()
+			endedOwn = true
 			return w.x.finish(w.res, w.err) // the worker's end says why
 		}
 		if err != nil || !ready {
@@ -288,6 +297,7 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 	// goroutine finishes on its own (Close waits for it).
 	select {
 	case <-w.ended:
+		endedOwn = true
 	case <-ctx.Done():
 		w.cancel()
 		<-w.ended
@@ -412,6 +422,7 @@ func (p *Pool) start() *warmJail {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		defer cancel()
 		_, err := jail.Run(ctx, w.x.spec) // the same outcome Ended had
 		w.x.release()                     // a jail that expired unused has no finish to do it
 		var se *jail.SetupError
