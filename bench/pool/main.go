@@ -8,7 +8,11 @@
 // bubblewrap's CPU time: 0.5 × cores ÷ CPU per run. With -crucible, each
 // round also runs the same programs cold, `crucible run --lang L -` with
 // that binary, one at a time. A language without a warm pool (one whose
-// worker cannot wait for its program) is named and skipped.
+// worker cannot wait for its program) is named and skipped. Where each
+// execution's CPU and page faults go is split by process: the supervisor's
+// side (this process: building jails, serving them), each jail's init and
+// its command (the language's worker), as the jails count them
+// (jail.TotalUsage), beside bubblewrap's whole run.
 package main
 
 import (
@@ -26,6 +30,7 @@ import (
 
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -51,6 +56,11 @@ func main() {
 	crucible := flag.String("crucible", "", "a crucible binary, to time cold `crucible run` too")
 	flag.Parse()
 
+	m, err := newMeter()
+	if err != nil {
+		fail(fmt.Errorf("cgroups to count the jails' cost in: %w", err))
+	}
+	defer m.close()
 	cfg := config.Default()
 	type pools struct{ single, burst *sandbox.Pool }
 	var order []string
@@ -76,13 +86,14 @@ func main() {
 	}
 
 	var bwWall, bwCPU []time.Duration
+	var bwFaults int64
 	lat := map[string][]time.Duration{}     // back to back
 	settled := map[string][]time.Duration{} // each on an idle pool
 	count := map[string]int{}
-	spent := map[string]time.Duration{}     // wall time of the bursts
-	cpu := map[string]time.Duration{}       // this process's CPU in them, its children's included
-	singleCPU := map[string]time.Duration{} // ... in the one-at-a-time batches
-	cold := map[string][]time.Duration{}    // crucible run, with -crucible
+	spent := map[string]time.Duration{}  // wall time of the bursts
+	bursts := map[string]cost{}          // what the bursts cost
+	parts := map[string]cost{}           // what the one-at-a-time batches cost
+	cold := map[string][]time.Duration{} // crucible run, with -crucible
 	for range *rounds {
 		for range *bw {
 			start := time.Now()
@@ -92,6 +103,9 @@ func main() {
 			}
 			bwWall = append(bwWall, time.Since(start))
 			bwCPU = append(bwCPU, c.ProcessState.UserTime()+c.ProcessState.SystemTime())
+			if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				bwFaults += ru.Minflt + ru.Majflt
+			}
 		}
 		for _, l := range order {
 			p := ps[l].single
@@ -104,7 +118,7 @@ func main() {
 				run(p, l)
 				settled[l] = append(settled[l], time.Since(start))
 			}
-			c0 := cpuTime()
+			u0 := costNow(m)
 			for range *single {
 				for p.Stats().Ready == 0 { // latency with a jail ready, not its build
 					time.Sleep(100 * time.Microsecond)
@@ -113,7 +127,7 @@ func main() {
 				run(p, l)
 				lat[l] = append(lat[l], time.Since(start))
 			}
-			singleCPU[l] += cpuTime() - c0
+			parts[l] = parts[l].add(costNow(m).sub(u0))
 
 			if *crucible != "" {
 				for range *single {
@@ -127,7 +141,7 @@ func main() {
 			for p.Stats().Ready < *size { // each burst starts from a full pool
 				time.Sleep(time.Millisecond)
 			}
-			c0 = cpuTime()
+			b0 := costNow(m)
 			start := time.Now()
 			var wg sync.WaitGroup
 			for range *burst {
@@ -135,7 +149,7 @@ func main() {
 			}
 			wg.Wait()
 			spent[l] += time.Since(start)
-			cpu[l] += cpuTime() - c0
+			bursts[l] = bursts[l].add(costNow(m).sub(b0))
 			count[l] += *burst
 		}
 	}
@@ -144,8 +158,8 @@ func main() {
 	slices.Sort(bwCPU)
 	perRun := timing.Pct(bwCPU, 50)
 	goal := 0.5 * float64(runtime.NumCPU()) / perRun.Seconds()
-	fmt.Printf("bwrap /bin/true (%d runs): wall p50 %s, CPU p50 %s per run: goal %.0f executions/s (half of %d cores ÷ CPU per run)\n",
-		len(bwWall), round(timing.Pct(bwWall, 50)), round(perRun), goal, runtime.NumCPU())
+	fmt.Printf("bwrap /bin/true (%d runs): wall p50 %s, CPU p50 %s per run, %d page faults: goal %.0f executions/s (half of %d cores ÷ CPU per run)\n",
+		len(bwWall), round(timing.Pct(bwWall, 50)), round(perRun), bwFaults/int64(len(bwWall)), goal, runtime.NumCPU())
 	for _, l := range order {
 		t := settled[l]
 		slices.Sort(t)
@@ -154,10 +168,10 @@ func main() {
 		t = lat[l]
 		slices.Sort(t)
 		rate := float64(count[l]) / spent[l].Seconds()
-		fmt.Printf("%s, one at a time, back to back (%d): p50 %s, p99 %s, min %s; CPU %s per execution\n",
-			l, len(t), round(timing.Pct(t, 50)), round(timing.Pct(t, 99)), round(t[0]), round(singleCPU[l]/time.Duration(len(t))))
-		fmt.Printf("%s, %d in flight (%d): %.0f executions/s (%.2f of the goal); CPU %s per execution\n",
-			l, *inFlight, count[l], rate, rate/goal, round(cpu[l]/time.Duration(count[l])))
+		fmt.Printf("%s, one at a time, back to back (%d): p50 %s, p99 %s, min %s; per execution, CPU %s\n",
+			l, len(t), round(timing.Pct(t, 50)), round(timing.Pct(t, 99)), round(t[0]), parts[l])
+		fmt.Printf("%s, %d in flight (%d): %.0f executions/s (%.2f of the goal); per execution, CPU %s\n",
+			l, *inFlight, count[l], rate, rate/goal, bursts[l])
 		if t = cold[l]; len(t) > 0 {
 			slices.Sort(t)
 			fmt.Printf("%s, cold `crucible run` (%d): p50 %s, p99 %s, min %s\n",
@@ -185,14 +199,42 @@ func runCold(crucible, l string) {
 	}
 }
 
-// cpuTime is this process's CPU time so far, with its reaped children's (the
-// jails' processes, and what they reaped).
-func cpuTime() time.Duration {
-	var self, kids syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
-	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
-	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+// cost is CPU time and page faults, by process: everything (the meter's
+// cgroups), the supervisor's side (this process), the jails' inits; the
+// commands' are what is left.
+type cost struct {
+	jails                 int64
+	all, self, init       time.Duration
+	allPF, selfPF, initPF int64
+}
+
+func costNow(m *meter) cost {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	u := jail.TotalUsage()
+	all, allPF := m.total()
+	return cost{jails: u.Jails, all: all, self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), init: u.InitCPU,
+		allPF: allPF, selfPF: ru.Minflt + ru.Majflt, initPF: u.InitFaults}
+}
+
+func (c cost) sub(o cost) cost {
+	return cost{c.jails - o.jails, c.all - o.all, c.self - o.self, c.init - o.init, c.allPF - o.allPF, c.selfPF - o.selfPF, c.initPF - o.initPF}
+}
+
+func (c cost) add(o cost) cost {
+	return cost{c.jails + o.jails, c.all + o.all, c.self + o.self, c.init + o.init, c.allPF + o.allPF, c.selfPF + o.selfPF, c.initPF + o.initPF}
+}
+
+// String is the cost per jail reaped.
+func (c cost) String() string {
+	if c.jails == 0 {
+		return "no jail reaped"
+	}
+	n := c.jails
+	d := time.Duration(n)
+	return fmt.Sprintf("%s / %d page faults: supervisor %s / %d, init %s / %d, command %s / %d (%d jails)",
+		round(c.all/d), c.allPF/n, round(c.self/d), c.selfPF/n, round(c.init/d), c.initPF/n,
+		round((c.all-c.self-c.init)/d), (c.allPF-c.selfPF-c.initPF)/n, n)
 }
 
 func round(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
