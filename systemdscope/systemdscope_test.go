@@ -120,7 +120,11 @@ func TestSystemdScope(t *testing.T) {
 	base := fmt.Sprintf("crucible-test-systemd-%d", os.Getpid())
 	manager := filepath.Join(base, fmt.Sprintf("user@%d.service", uid))
 	term := filepath.Join(manager, "app.slice", "term.scope")
-	t.Cleanup(func() { removeCgroupTree(t, roots, base) })
+	t.Cleanup(func() {
+		for _, r := range roots {
+			testenv.RemoveCgroupTree(t, filepath.Join(r, base))
+		}
+	})
 	for _, r := range roots {
 		d := filepath.Join(r, term)
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -230,34 +234,6 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool, s
 	for end := time.Now().Add(limit); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("waited %v for %s\n%s", limit, what, say())
-		}
-	}
-}
-
-// removeCgroupTree removes base and everything below it in each root,
-// deepest first, retrying while the last processes leave.
-func removeCgroupTree(t *testing.T, roots []string, base string) {
-	t.Helper()
-	for _, r := range roots {
-		top := filepath.Join(r, base)
-		for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			var dirs []string
-			_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
-				if err == nil && d.IsDir() {
-					dirs = append(dirs, p)
-				}
-				return nil
-			})
-			for i := len(dirs) - 1; i >= 0; i-- {
-				_ = os.Remove(dirs[i])
-			}
-			if _, err := os.Stat(top); errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if time.Now().After(end) {
-				t.Errorf("cannot remove the test's cgroup %s", top)
-				break
-			}
 		}
 	}
 }

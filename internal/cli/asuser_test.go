@@ -139,30 +139,13 @@ func (u *testUser) delegateCgroup(t *testing.T) bool {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatalf("making a cgroup to delegate: %v", err)
 		}
-		t.Cleanup(func() { removeCgroupTree(t, d) })
+		t.Cleanup(func() { testenv.RemoveCgroupTree(t, d) })
 		if out, err := exec.Command("chown", "-R", strconv.Itoa(u.uid), d).CombinedOutput(); err != nil {
 			t.Fatalf("chown: %v: %s", err, out)
 		}
 	}
 	u.cgroup = dirs
 	return true
-}
-
-// removeCgroupTree removes d and whatever crucible left below it (nothing,
-// if it cleaned up): deepest first.
-func removeCgroupTree(t *testing.T, d string) {
-	var all []string
-	_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			all = append(all, p)
-		}
-		return nil
-	})
-	for i := len(all) - 1; i >= 0; i-- {
-		if err := os.Remove(all[i]); err != nil && !os.IsNotExist(err) {
-			t.Errorf("removing the delegated cgroup: %v", err)
-		}
-	}
 }
 
 // setup is the shell script that prepares the mount namespace and becomes

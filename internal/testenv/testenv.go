@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // InCI reports whether the tests run under CI (CI=true), where every tool
@@ -129,4 +130,30 @@ func AppArmorParse(t testing.TB, profile string) (userns bool) {
 	}
 	t.Logf("%s predates the userns rule (AppArmor 4.0): the rest of the profile parses", v)
 	return false
+}
+
+// RemoveCgroupTree removes the cgroup directory dir and every cgroup below
+// it, deepest first, retrying for up to 20 seconds while their last
+// processes leave; it fails t if dir is still there then.
+func RemoveCgroupTree(t testing.TB, dir string) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var dirs []string
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			_ = os.Remove(dirs[i])
+		}
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(end) {
+			t.Errorf("cannot remove the test's cgroup %s", dir)
+			return
+		}
+	}
 }
