@@ -61,6 +61,7 @@ func main() {
 		fail(fmt.Errorf("cgroups to count the jails' cost in: %w", err))
 	}
 	defer m.close()
+	cleanup = m.close // fail exits without running deferred calls
 	cfg := config.Default()
 	type pools struct{ single, burst *sandbox.Pool }
 	var order []string
@@ -239,7 +240,11 @@ func (c cost) String() string {
 
 func round(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 
+// cleanup undoes what main set up, for fail.
+var cleanup = func() {}
+
 func fail(err error) {
+	cleanup()
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(1)
 }

@@ -135,6 +135,7 @@ func initMain() int {
 		go bindLate(s.LateFD)
 	}
 	resultFD := s.ResultFD // init's copy of the command's result pipe
+	spareThreads(spareMs)  // from here on the command may fill the pids limit
 	var pid, code int
 	if s.Rootless {
 		pid, code = startStage(s)

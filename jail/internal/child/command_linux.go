@@ -29,7 +29,6 @@ import (
 // what is left of its privileges. It returns the command's pid, or 0 and
 // init's exit code once it has reported why the command did not start.
 func startCommand(s *Spec) (pid, code int) {
-	spareThreads(spareMs)
 	done := make(chan [2]int, 1)
 	go func() {
 		// Never unlocked: the goroutine's end ends its thread, whose
@@ -44,7 +43,7 @@ func startCommand(s *Spec) (pid, code int) {
 }
 
 // spareMs is how many idle threads init's runtime holds when the command
-// starts: the command's thread takes one and ends; the next hand-off of
+// starts: startCommand's thread takes one and ends; the next hand-off of
 // init's P (GOMAXPROCS=1) takes another. The pids limit counts them, and
 // MinPids allows for them (TestPidsFloor).
 const spareMs = 2
