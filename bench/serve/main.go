@@ -79,7 +79,7 @@ var files = map[string]string{"ts": "execute.ts", "js": "execute.js", "py": "exe
 // serveConfig turns the rate limit off (10/s per client by default) and
 // lets every caller of the benchmark run at once; the pool is the
 // default's.
-const serveConfig = "serve:\n  rate: 0\n  max_concurrent: 8\n  pool: 2\n"
+const serveConfig = "serve:\n  rate: 0\n  max_concurrent: 8\n  pool: 2\n  ops_public: true\n"
 
 // spaced is the pause between the calls of a "100 ms apart" row.
 const spaced = 100 * time.Millisecond
