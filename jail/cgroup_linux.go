@@ -62,7 +62,7 @@ func findCgroupParents() (*cgroupParent, error) {
 	}
 	if p, ok := own[""]; ok {
 		if path.Base(p) == SupervisorCgroup {
-			// Our leaf of a delegated cgroup (JoinSystemdScope, or
+			// Our leaf of a delegated cgroup (systemdscope.Join, or
 			// delegateV2 in a process before us): the jails go beside it.
 			p = path.Dir(p)
 		}

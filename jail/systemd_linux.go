@@ -38,8 +38,7 @@ type scopeHost struct {
 	euid      int
 	v2        string   // where cgroup v2 is mounted, or ""
 	rootCtl   []string // the controllers at the root of cgroup v2
-	own       string   // this process's cgroup v2 path
-	delegated bool     // own is delegated to us already (see probeScopeHost)
+	delegated bool     // this process's cgroup is delegated to it already (delegatedCgroup)
 	manager   string   // the user manager's private socket, or ""
 }
 
@@ -70,8 +69,7 @@ func probeScopeHost() scopeHost {
 	if err != nil {
 		return h
 	}
-	h.own = own[""]
-	h.delegated = delegatedCgroup(filepath.Join(h.v2, h.own))
+	h.delegated = delegatedCgroup(filepath.Join(h.v2, own[""]))
 	dir := os.Getenv("XDG_RUNTIME_DIR")
 	if dir == "" {
 		dir = "/run/user/" + strconv.Itoa(os.Getuid())
@@ -89,7 +87,7 @@ func probeScopeHost() scopeHost {
 // asks for a scope of its own beside it).
 func delegatedCgroup(dir string) bool {
 	base := filepath.Base(dir)
-	if base == SupervisorCgroup || strings.HasPrefix(base, "crucible-") && strings.HasSuffix(base, ".scope") {
+	if base == SupervisorCgroup || (strings.HasPrefix(base, "crucible-") && strings.HasSuffix(base, ".scope")) {
 		return true
 	}
 	return xattrDelegated(dir)

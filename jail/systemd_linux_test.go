@@ -4,7 +4,7 @@ import "testing"
 
 func TestScopeHostAsk(t *testing.T) {
 	all := []string{"cpuset", "cpu", "io", "memory", "pids"}
-	user := scopeHost{euid: 1000, v2: "/sys/fs/cgroup", rootCtl: all, own: "/user.slice/user-1000.slice/session-2.scope", manager: "/run/user/1000/systemd/private"}
+	user := scopeHost{euid: 1000, v2: "/sys/fs/cgroup", rootCtl: all, manager: "/run/user/1000/systemd/private"}
 	if !user.ask() {
 		t.Errorf("a user in a session scope, with a manager, on cgroup v2: want it to ask")
 	}
