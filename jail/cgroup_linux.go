@@ -1,7 +1,6 @@
 package jail
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,13 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cruciblehq/crucible/jail/owncgroup"
 	"golang.org/x/sys/unix"
 )
-
-const cgroupRoot = "/sys/fs/cgroup"
-
-// The controllers every jail is bounded by.
-var cgroupControllers = []string{"memory", "pids", "cpu"}
 
 // cgroupLimits are the bounds one jail's cgroup enforces.
 type cgroupLimits struct {
@@ -56,24 +51,24 @@ type cgroupParent struct {
 // findCgroupParents prefers cgroup v2 where all our controllers are available
 // to this process's cgroup, and falls back to v1 hierarchies otherwise.
 func findCgroupParents() (*cgroupParent, error) {
-	own, err := ownCgroups()
+	own, err := owncgroup.Paths()
 	if err != nil {
 		return nil, err
 	}
 	if p, ok := own[""]; ok {
-		if path.Base(p) == SupervisorCgroup {
+		if path.Base(p) == owncgroup.Leaf {
 			// Our leaf of a delegated cgroup (systemdscope.Join, or
 			// delegateV2 in a process before us): the jails go beside it.
 			p = path.Dir(p)
 		}
-		for _, mnt := range []string{cgroupRoot, cgroupRoot + "/unified"} {
+		for _, mnt := range []string{owncgroup.Root, owncgroup.Root + "/unified"} {
 			var st unix.Statfs_t
 			if unix.Statfs(mnt, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 				continue
 			}
 			dir := filepath.Join(mnt, p)
 			b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
-			if err == nil && hasAll(strings.Fields(string(b)), cgroupControllers) {
+			if err == nil && owncgroup.HasAll(strings.Fields(string(b)), owncgroup.Controllers) {
 				if err := delegateV2(dir); err != nil {
 					return nil, err
 				}
@@ -82,9 +77,9 @@ func findCgroupParents() (*cgroupParent, error) {
 		}
 	}
 	var dirs []string
-	for _, c := range cgroupControllers {
+	for _, c := range owncgroup.Controllers {
 		p, ok := own[c]
-		mnt := filepath.Join(cgroupRoot, c)
+		mnt := filepath.Join(owncgroup.Root, c)
 		var st unix.Statfs_t
 		if !ok || unix.Statfs(mnt, &st) != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
 			return nil, fmt.Errorf("the %s controller is neither on cgroup v2 nor mounted as cgroup v1", c)
@@ -92,31 +87,6 @@ func findCgroupParents() (*cgroupParent, error) {
 		dirs = append(dirs, filepath.Join(mnt, p))
 	}
 	return &cgroupParent{dirs: dirs}, nil
-}
-
-// ownCgroups maps each v1 controller (and "" for v2) to this process's path.
-func ownCgroups() (map[string]string, error) {
-	f, err := os.Open("/proc/self/cgroup")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			m[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			m[c] = parts[2]
-		}
-	}
-	return m, sc.Err()
 }
 
 // delegateV2 enables our controllers for the children of dir. cgroup v2 lets
@@ -127,7 +97,7 @@ func delegateV2(dir string) error {
 	ctl := filepath.Join(dir, "cgroup.subtree_control")
 	err := os.WriteFile(ctl, []byte(want), 0)
 	if errors.Is(err, unix.EBUSY) {
-		leaf := filepath.Join(dir, SupervisorCgroup)
+		leaf := filepath.Join(dir, owncgroup.Leaf)
 		if err := os.Mkdir(leaf, 0o755); err != nil && !os.IsExist(err) {
 			return fmt.Errorf("creating a leaf cgroup for the supervisor: %w", pathless(err))
 		}
@@ -140,19 +110,6 @@ func delegateV2(dir string) error {
 		return fmt.Errorf("enabling the memory, pids and cpu controllers: %w", pathless(err))
 	}
 	return nil
-}
-
-func hasAll(have, want []string) bool {
-	for _, w := range want {
-		found := false
-		for _, h := range have {
-			found = found || h == w
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 var cgroupSeq atomic.Uint64

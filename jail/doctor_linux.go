@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/jail/internal/child"
+	"github.com/cruciblehq/crucible/jail/owncgroup"
 	"github.com/cruciblehq/crucible/userns"
 	"golang.org/x/sys/unix"
 )
@@ -88,7 +89,7 @@ func Diagnose(ctx context.Context) []Check {
 		cg.Status, cg.Detail = StatusOK, "cgroup v1: memory, pids, cpu"
 		if p.v2 {
 			cg.Detail = "cgroup v2: memory, pids, cpu"
-			if scope := filepath.Base(p.dirs[0]); delegatedCgroup(p.dirs[0]) && strings.HasSuffix(scope, ".scope") {
+			if scope := filepath.Base(p.dirs[0]); owncgroup.Delegated(p.dirs[0]) && strings.HasSuffix(scope, ".scope") {
 				cg.Detail += ", in " + scope + ", which your systemd delegates"
 			}
 		}
@@ -247,9 +248,9 @@ const (
 
 func (h cgroupHost) kind() cgroupKind {
 	switch {
-	case hasAll(h.v2, cgroupControllers):
+	case owncgroup.HasAll(h.v2, owncgroup.Controllers):
 		return cgroupV2
-	case hasAll(h.v1, cgroupControllers):
+	case owncgroup.HasAll(h.v1, owncgroup.Controllers):
 		// Also a hybrid host's: its v2 hierarchy has no controllers, which
 		// are all v1's, so systemd's v2 delegation cannot help there.
 		return cgroupV1
@@ -304,34 +305,25 @@ func (h cgroupHost) fix() string {
 // probeCgroupHost describes this host's cgroups as findCgroupParents sees
 // them, whether or not this process may write to them.
 func probeCgroupHost() cgroupHost {
-	_, unified := cgroupMount(cgroupRoot)
+	_, unified := owncgroup.Mount(owncgroup.Root)
 	h := cgroupHost{uid: userns.HostUID(), v2Unified: unified, runtime: containerRuntime()}
-	own, err := ownCgroups()
+	own, err := owncgroup.Paths()
 	if err != nil {
 		return h
 	}
 	if p, ok := own[""]; ok {
-		for _, mnt := range []string{cgroupRoot, cgroupRoot + "/unified"} {
-			if _, v2 := cgroupMount(mnt); v2 {
+		for _, mnt := range []string{owncgroup.Root, owncgroup.Root + "/unified"} {
+			if _, v2 := owncgroup.Mount(mnt); v2 {
 				b, _ := os.ReadFile(filepath.Join(mnt, p, "cgroup.controllers"))
 				h.v2 = strings.Fields(string(b))
 				break
 			}
 		}
 	}
-	for _, c := range cgroupControllers {
-		if v1, _ := cgroupMount(filepath.Join(cgroupRoot, c)); v1 && own[c] != "" {
+	for _, c := range owncgroup.Controllers {
+		if v1, _ := owncgroup.Mount(filepath.Join(owncgroup.Root, c)); v1 && own[c] != "" {
 			h.v1 = append(h.v1, c)
 		}
 	}
 	return h
-}
-
-// cgroupMount says whether path is a cgroup v1 or a cgroup v2 mount.
-func cgroupMount(path string) (v1, v2 bool) {
-	var st unix.Statfs_t
-	if unix.Statfs(path, &st) != nil {
-		return false, false
-	}
-	return st.Type == unix.CGROUP_SUPER_MAGIC, st.Type == unix.CGROUP2_SUPER_MAGIC
 }

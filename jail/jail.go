@@ -185,11 +185,6 @@ type Result struct {
 	ResultCut  bool                  // the command's report on Result went past MaxOutput: Result got it cut
 }
 
-// SupervisorCgroup is the leaf of a delegated cgroup that holds crucible's
-// own processes: cgroup v2 lets a cgroup hold processes or delegate
-// controllers to its children, not both.
-const SupervisorCgroup = "crucible-supervisor"
-
 // MinPids is the smallest Spec.Pids the jail can run under. The pids limit
 // counts the jail's own processes too: init, a Go program with a few
 // threads (and, rootless, the stage that execs the command, another),

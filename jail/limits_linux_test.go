@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/jail/owncgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,7 +82,7 @@ func jailCgroup(t *testing.T) (v2 bool, dirs map[string]string) {
 		if parent.v2 {
 			dirs[""] = m[0]
 		} else {
-			dirs[cgroupControllers[i]] = m[0]
+			dirs[owncgroup.Controllers[i]] = m[0]
 		}
 	}
 	return parent.v2, dirs

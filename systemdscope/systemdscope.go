@@ -1,9 +1,9 @@
 // Package systemdscope asks a user's systemd for a cgroup of crucible's
 // own: a transient scope with Delegate=yes holding this process, as
 // rootless container runtimes do. On cgroup v2 that is how a user who is
-// not root gets memory, pids and cpu to bound jails with; package jail
-// decides when to ask (jail.WantSystemdScope) and makes the jails' cgroups
-// in the scope.
+// not root gets memory, pids and cpu to bound jails with; package
+// jail/owncgroup decides when to ask (WantScope), and package jail makes
+// the jails' cgroups in the scope.
 //
 // It talks to the user manager over its private socket
 // ($XDG_RUNTIME_DIR/systemd/private, as systemctl --user does), with
@@ -23,6 +23,7 @@ import (
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/jail/owncgroup"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -30,13 +31,13 @@ import (
 const Timeout = 10 * time.Second
 
 // Join asks the user's systemd for a delegated scope and moves this process
-// into the scope's leaf (jail.SupervisorCgroup), when jail.WantSystemdScope
+// into the scope's leaf (owncgroup.Leaf), when owncgroup.WantScope
 // says to; it returns the scope's name, or "" when it did not ask. Call it
 // before this process starts any other (userns.Enter's copy among them),
 // which are then born in the leaf. When it fails, the jails' cgroup layer
 // says why.
 func Join(ctx context.Context) (string, error) {
-	manager, v2 := jail.WantSystemdScope()
+	manager, v2 := owncgroup.WantScope()
 	if manager == "" {
 		return "", nil
 	}
@@ -81,11 +82,11 @@ func join(ctx context.Context, manager, v2 string) (string, error) {
 		return "", errors.New("the user manager did not start the scope in time")
 	}
 
-	own := jail.OwnCgroupV2()
+	own := owncgroup.V2()
 	if filepath.Base(own) != name {
 		return "", errors.New("the scope started, but this process is not in it")
 	}
-	leaf := filepath.Join(v2, own, jail.SupervisorCgroup)
+	leaf := filepath.Join(v2, own, owncgroup.Leaf)
 	if err := os.Mkdir(leaf, 0o755); err != nil {
 		return "", errors.New("cannot create the scope's leaf cgroup: " + unwrapPath(err))
 	}

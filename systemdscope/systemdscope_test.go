@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
-	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/jail/owncgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +68,7 @@ func scopeHelper() {
 		return
 	}
 	r.Scope = name
-	r.Cgroup = jail.OwnCgroupV2()
+	r.Cgroup = owncgroup.V2()
 	if fi, err := os.Stat(filepath.Join(v2, filepath.Dir(r.Cgroup))); err == nil {
 		r.ScopeUID = int(fi.Sys().(*syscall.Stat_t).Uid)
 	}
@@ -213,7 +213,7 @@ func TestSystemdScope(t *testing.T) {
 	}
 	t.Logf("%+v", r)
 	scope := filepath.Join("/", manager, "app.slice", r.Scope)
-	if !strings.HasPrefix(r.Scope, "crucible-") || r.Cgroup != filepath.Join(scope, jail.SupervisorCgroup) {
+	if !strings.HasPrefix(r.Scope, "crucible-") || r.Cgroup != filepath.Join(scope, owncgroup.Leaf) {
 		t.Errorf("the client is in %s, scope %s; want the scope's leaf", r.Cgroup, r.Scope)
 	}
 	if !r.Delegate || r.ScopeUID != uid || r.LeafProcs == "" {

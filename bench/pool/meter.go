@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cruciblehq/crucible/jail/owncgroup"
 	"golang.org/x/sys/unix"
-
-	"github.com/cruciblehq/crucible/jail"
 )
 
 // meter reads what this process and every jail it ran have cost, from
@@ -22,7 +21,7 @@ import (
 // jails' processes stay in its cpuacct cgroup (a jail takes memory, pids
 // and cpu only), and their memory cgroups are made below its own. On v2,
 // the jails' cgroups are made beside this process's leaf
-// (jail.SupervisorCgroup), whose parent holds both.
+// (owncgroup.Leaf), whose parent holds both.
 type meter struct {
 	cpuFile, memFile string // cpuacct.usage or cpu.stat; memory.stat
 	v2               bool
@@ -36,7 +35,7 @@ func newMeter() (*meter, error) {
 	if unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
 		return &meter{v2: true}, nil // where: once the first jail has placed us (see total)
 	}
-	own, err := jail.OwnCgroups()
+	own, err := owncgroup.Paths()
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +66,7 @@ func newMeter() (*meter, error) {
 // far.
 func (m *meter) total() (time.Duration, int64) {
 	if m.v2 && m.cpuFile == "" {
-		dir := filepath.Join("/sys/fs/cgroup", jail.OwnCgroupV2())
+		dir := filepath.Join("/sys/fs/cgroup", owncgroup.V2())
 		if filepath.Base(dir) == "crucible-supervisor" {
 			dir = filepath.Dir(dir)
 		}
