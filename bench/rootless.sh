@@ -7,9 +7,11 @@
 # nothing behind. Needs newuidmap (package uidmap), perf and farm-bench.
 #
 #   bench/rootless.sh            # N=100 runs of each cold command
+#   COLD=only bench/rootless.sh  # the cold command alone
 set -eu
 cd "$(dirname "$0")/.."
 N=${N:-100}
+COLD=${COLD:-}
 U=54399
 work=$(mktemp -d /tmp/crucible-bench-rootless-XXXXXX)
 chmod 0755 "$work"
@@ -49,7 +51,7 @@ for who in root user; do
 done
 
 unshare -m --propagation private sh -eu -c '
-	work=$1 cg=$2 N=$3
+	work=$1 cg=$2 N=$3 COLD=$4
 	mount -t tmpfs tmpfs "$work/ov"
 	mkdir "$work/ov/upper" "$work/ov/work"
 	cp -a "$work/etc/." "$work/ov/upper/"
@@ -66,10 +68,11 @@ unshare -m --propagation private sh -eu -c '
 		echo "== perf stat, $who"
 		perf stat -r "$N" -e page-faults,task-clock "$work/as-$who" exec -- /bin/true 2>&1 | grep -E "page-faults|task-clock|elapsed"
 	done
+	[ "$COLD" = only ] && exit 0
 	for who in root user; do
 		echo "== warm execute through serve, $who"
 		"$work/bench-serve" -crucible "$work/as-$who" -n 20 -runs 3
 		echo "== the network, $who"
 		"$work/bench-egress" -crucible "$work/as-$who" -requests 200 -rounds 3 -bytes 20000000 -n 20
 	done
-' sh "$work" "$cg" "$N"
+' sh "$work" "$cg" "$N" "$COLD"

@@ -1,17 +1,16 @@
 package userns
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // MinRange is the fewest subordinate ids a user's range must hold to be
@@ -41,22 +40,39 @@ const (
 // AppArmor profile that lets no one holding one mount), it returns -1 and
 // the reason, and the caller goes on as the user: jails then refuse what
 // needs the namespace, naming it.
+//
+// Only its first call that enters, settles a copy, or fails to do either
+// acts: later ones return its answer again. That lets an early init enter
+// (package internal/asuser), and the command line's call, which comes
+// after, go on where it left off.
 func Enter(want bool) (code int, err error) {
+	if entered.done {
+		return entered.code, entered.err
+	}
 	if len(os.Args) > 1 && os.Args[0] == argCopy {
 		os.Args = os.Args[1:]
 		if err := settle(); err != nil {
 			os.Exit(125) // the parent reports err, which it has
 		}
+		entered.done, entered.code = true, -1
 		return -1, nil
 	}
 	if !want || os.Geteuid() == 0 {
-		return -1, nil
+		return -1, nil // a later call may want it
 	}
 	code, err = runCopy()
 	if err != nil {
 		mode.Why = err.Error()
 	}
+	entered.done, entered.code, entered.err = true, code, err
 	return code, err
+}
+
+// entered is the answer of Enter's call that acted.
+var entered struct {
+	done bool
+	code int
+	err  error
 }
 
 // settle is the copy's side: wait for the id maps, then make the namespace
@@ -105,7 +121,7 @@ func own() error {
 	}
 	// This is also the test of capabilities that an AppArmor profile
 	// like Ubuntu's unprivileged_userns takes away.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("mounting in a user namespace of our own: %w", err)
 	}
 	return nil
@@ -140,11 +156,9 @@ func subordinates() (*ranges, string) {
 		name string
 		path *string
 	}{{"newuidmap", &r.newuidmap}, {"newgidmap", &r.newgidmap}} {
-		p, err := exec.LookPath(h.name)
-		if err != nil {
-			if p, err = exec.LookPath("/usr/bin/" + h.name); err != nil {
-				return nil, h.name + " is not installed (package uidmap)"
-			}
+		p := lookPath(h.name)
+		if p == "" {
+			return nil, h.name + " is not installed (package uidmap)"
 		}
 		*h.path = p
 	}
@@ -179,15 +193,12 @@ func startCopy(sub *ranges, why string) (int, error) {
 		return -1, err
 	}
 	defer stR.Close()
-	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       append([]string{argCopy}, os.Args...),
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		ExtraFiles: []*os.File{goR, stW}, // fdGo, fdStatus
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS,
+	// os.StartProcess, not os/exec, which would bring path/filepath's
+	// late init before package asuser's.
+	attr := &os.ProcAttr{
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, goR, stW}, // fdGo, fdStatus
+		Sys: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
 			// SIGTERM, not SIGKILL: the copy ends its jails and
 			// workspaces as it would for the user's Ctrl-C.
 			Pdeathsig: syscall.SIGTERM,
@@ -197,13 +208,13 @@ func startCopy(sub *ranges, why string) (int, error) {
 		// The maps are written by the helpers once the copy runs, after
 		// its execve: keep its capabilities across that execve (its uid
 		// is unmapped then, which would drop them).
-		cmd.SysProcAttr.AmbientCaps = boundingCaps()
+		attr.Sys.AmbientCaps = boundingCaps()
 	} else {
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-		cmd.Env = append(os.Environ(), envWhy+"="+why)
+		attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		attr.Env = append(os.Environ(), envWhy+"="+why)
 	}
-	err = cmd.Start()
+	proc, err := os.StartProcess("/proc/self/exe", append([]string{argCopy}, os.Args...), attr)
 	goR.Close()
 	stW.Close()
 	if err != nil {
@@ -211,12 +222,12 @@ func startCopy(sub *ranges, why string) (int, error) {
 	}
 	fail := func(err error) (int, error) {
 		goW.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = proc.Kill()
+		_, _ = proc.Wait()
 		return -1, err
 	}
 	if sub != nil {
-		if err := sub.write(cmd.Process.Pid); err != nil {
+		if err := sub.write(proc.Pid); err != nil {
 			return fail(err)
 		}
 	}
@@ -226,7 +237,7 @@ func startCopy(sub *ranges, why string) (int, error) {
 	goW.Close()
 	status, _ := io.ReadAll(io.LimitReader(stR, 4096))
 	if string(status) != "ok" {
-		_ = cmd.Wait()
+		_, _ = proc.Wait()
 		if len(status) == 0 {
 			status = []byte("the copy in the user namespace ended at once")
 		}
@@ -242,24 +253,20 @@ func startCopy(sub *ranges, why string) (int, error) {
 		for {
 			select {
 			case s := <-sigs:
-				_ = cmd.Process.Signal(s)
+				_ = proc.Signal(s)
 			case <-done:
 				return
 			}
 		}
 	}()
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ee.ExitCode(), nil
-	}
+	st, err := proc.Wait()
 	if err != nil {
 		return 125, nil
 	}
-	return 0, nil
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return st.ExitCode(), nil
 }
 
 // write maps the ranges into the namespace of process pid: 0 is the user,
@@ -271,16 +278,58 @@ func (r *ranges) write(pid int) error {
 		sub    Subordinate
 	}{{r.newuidmap, os.Getuid(), r.uid}, {r.newgidmap, os.Getgid(), r.gid}} {
 		args := []string{strconv.Itoa(pid), "0", strconv.Itoa(m.own), "1", "1", strconv.FormatUint(uint64(m.sub.Start), 10), strconv.FormatUint(uint64(m.sub.Count), 10)}
-		out, err := exec.Command(m.helper, args...).CombinedOutput()
-		if err != nil {
-			msg := strings.TrimSpace(string(out))
-			if msg == "" {
-				msg = err.Error()
-			}
+		if msg := runHelper(m.helper, args); msg != "" {
 			return fmt.Errorf("mapping the subordinate ids: %s", msg)
 		}
 	}
 	return nil
+}
+
+// runHelper runs the program at path with args, and returns "" if it
+// succeeds, else what it printed, or why it did not run.
+func runHelper(path string, args []string) string {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err.Error()
+	}
+	defer r.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		w.Close()
+		return err.Error()
+	}
+	defer null.Close()
+	proc, err := os.StartProcess(path, append([]string{path}, args...), &os.ProcAttr{Files: []*os.File{null, w, w}})
+	w.Close()
+	if err != nil {
+		return err.Error()
+	}
+	out, _ := io.ReadAll(io.LimitReader(r, 4096))
+	st, err := proc.Wait()
+	switch {
+	case err != nil:
+		return err.Error()
+	case st.Success():
+		return ""
+	case len(bytes.TrimSpace(out)) > 0:
+		return strings.ToValidUTF8(string(bytes.TrimSpace(out)), "?")
+	}
+	return st.String()
+}
+
+// lookPath finds the program name in $PATH, or else in /usr/bin; "" if
+// neither has it.
+func lookPath(name string) string {
+	for _, dir := range append(strings.Split(os.Getenv("PATH"), ":"), "/usr/bin") {
+		if !strings.HasPrefix(dir, "/") {
+			continue // a relative entry, which names whatever the working directory holds
+		}
+		p := path.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // boundingCaps is every capability in this process's bounding set: those

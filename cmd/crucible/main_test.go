@@ -60,3 +60,30 @@ func TestWorkerHookRunsEarly(t *testing.T) {
 		}
 	}
 }
+
+// A user's crucible enters its user namespace from the init of package
+// internal/asuser, and the process that did then only waits for the copy:
+// it must not pay for the heavy packages' inits first, or each cold
+// command as a user costs a second whole start of this binary (about 550
+// page faults and 8 ms here). Its init does nothing as root or for this
+// test binary's arguments, but its place in the order is the same.
+func TestAsUserHookRunsEarly(t *testing.T) {
+	cmd := &exec.Cmd{Path: os.Args[0], Args: []string{os.Args[0], "-test.run=^$"}, Env: []string{"GODEBUG=inittrace=1"}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the test binary, running no test: %v\n%s", err, out)
+	}
+	trace := string(out)
+	hook := strings.Index(trace, "init github.com/cruciblehq/crucible/internal/asuser @")
+	if hook < 0 {
+		t.Fatalf("no init of package asuser in the trace:\n%s", out)
+	}
+	for _, heavy := range []string{"github.com/evanw/esbuild/", "modernc.org/libc ", "gvisor.dev/gvisor/pkg/tcpip ",
+		"github.com/prometheus/", "gopkg.in/yaml", "github.com/modelcontextprotocol/go-sdk/mcp ",
+		"github.com/cruciblehq/crucible/lang/js ", "github.com/cruciblehq/crucible/config ", "github.com/godbus/dbus/v5 ",
+		"github.com/cruciblehq/crucible/jail ", "path/filepath ", "runtime/metrics "} {
+		if i := strings.Index(trace, "init "+heavy); i >= 0 && i < hook {
+			t.Errorf("%s initialized before package asuser's init", strings.TrimSpace(heavy))
+		}
+	}
+}

@@ -11,10 +11,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/cruciblehq/crucible/internal/asuser"
 	"github.com/cruciblehq/crucible/systemdscope"
 	"github.com/cruciblehq/crucible/userns"
 )
@@ -57,7 +57,9 @@ Run 'crucible exec -h', 'crucible run -h' or 'crucible serve -h' for their flags
 // user's systemd for a delegated scope (package systemdscope), in which the
 // copy is born.
 func Main() int {
-	jails := len(os.Args) > 1 && slices.Contains([]string{"exec", "run", "serve", "tools", "doctor"}, os.Args[1])
+	// Package asuser has entered the namespace already, unless systemd
+	// must be asked for a scope first.
+	jails := asuser.Jails(os.Args)
 	if jails {
 		// A failure is the cgroup layer's to report, with its fix.
 		_, _ = systemdscope.Join(context.Background())
