@@ -19,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -157,10 +158,13 @@ func main() {
 
 	slices.Sort(bwWall)
 	slices.Sort(bwCPU)
-	perRun := timing.Pct(bwCPU, 50)
-	goal := 0.5 * float64(runtime.NumCPU()) / perRun.Seconds()
-	fmt.Printf("bwrap /bin/true (%d runs): wall p50 %s, CPU p50 %s per run, %d page faults: goal %.0f executions/s (half of %d cores ÷ CPU per run)\n",
-		len(bwWall), round(timing.Pct(bwWall, 50)), round(perRun), bwFaults/int64(len(bwWall)), goal, runtime.NumCPU())
+	goal := math.NaN() // without bwrap's runs (-bwrap 0)
+	if len(bwWall) > 0 {
+		perRun := timing.Pct(bwCPU, 50)
+		goal = 0.5 * float64(runtime.NumCPU()) / perRun.Seconds()
+		fmt.Printf("bwrap /bin/true (%d runs): wall p50 %s, CPU p50 %s per run, %d page faults: goal %.0f executions/s (half of %d cores ÷ CPU per run)\n",
+			len(bwWall), round(timing.Pct(bwWall, 50)), round(perRun), bwFaults/int64(len(bwWall)), goal, runtime.NumCPU())
+	}
 	for _, l := range order {
 		t := settled[l]
 		slices.Sort(t)
