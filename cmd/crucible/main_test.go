@@ -25,7 +25,7 @@ func TestChildHookRunsEarly(t *testing.T) {
 		t.Fatalf("no init trace:\n%s", out)
 	}
 	for _, heavy := range []string{"github.com/evanw/esbuild/", "modernc.org/libc ", "gvisor.dev/gvisor/pkg/tcpip ",
-		"github.com/prometheus/", "gopkg.in/yaml", "github.com/modelcontextprotocol/go-sdk/mcp ",
+		"github.com/prometheus/", "go.yaml.in/yaml/v3 ", "github.com/modelcontextprotocol/go-sdk/mcp ",
 		"github.com/cruciblehq/crucible/lang/js ", "github.com/cruciblehq/crucible/config ", "github.com/godbus/dbus/v5 ",
 		// Its init is early (it needs only the runtime) and not free: 0.07
 		// ms and 95 allocations in every process, for /metrics' sake.
@@ -79,7 +79,7 @@ func TestAsUserHookRunsEarly(t *testing.T) {
 		t.Fatalf("no init of package asuser in the trace:\n%s", out)
 	}
 	for _, heavy := range []string{"github.com/evanw/esbuild/", "modernc.org/libc ", "gvisor.dev/gvisor/pkg/tcpip ",
-		"github.com/prometheus/", "gopkg.in/yaml", "github.com/modelcontextprotocol/go-sdk/mcp ",
+		"github.com/prometheus/", "go.yaml.in/yaml/v3 ", "github.com/modelcontextprotocol/go-sdk/mcp ",
 		"github.com/cruciblehq/crucible/lang/js ", "github.com/cruciblehq/crucible/config ", "github.com/godbus/dbus/v5 ",
 		"github.com/cruciblehq/crucible/jail ", "path/filepath ", "runtime/metrics "} {
 		if i := strings.Index(trace, "init "+heavy); i >= 0 && i < hook {
