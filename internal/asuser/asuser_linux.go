@@ -7,6 +7,10 @@ import (
 	"github.com/cruciblehq/crucible/userns"
 )
 
+// This init runs in every process of this binary, before the jail's own
+// processes reach their hooks (jail/internal/child, lang/js/worker): none of
+// those has a command word in os.Args[1] (init's stages have no arguments,
+// the worker's first is a flag), so none of them gets past Jails.
 func init() {
 	if !Jails(os.Args) || os.Geteuid() == 0 {
 		return
