@@ -52,3 +52,15 @@ func TestBytecodeCurrent(t *testing.T) {
 		}
 	}
 }
+
+// A new engine with every global (the Web APIs and the prelude), as each
+// execution's worker makes one.
+func BenchmarkNew(b *testing.B) {
+	for b.Loop() {
+		r, err := New(Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+}
