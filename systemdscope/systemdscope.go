@@ -24,6 +24,7 @@ import (
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/userns"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -33,9 +34,10 @@ const Timeout = 10 * time.Second
 // Join asks the user's systemd for a delegated scope and moves this process
 // into the scope's leaf (owncgroup.Leaf), when owncgroup.WantScope
 // says to; it returns the scope's name, or "" when it did not ask. Call it
-// before this process starts any other (userns.Enter's copy among them),
-// which are then born in the leaf. When it fails, the jails' cgroup layer
-// says why.
+// before this process starts any other, which are then born in the leaf:
+// in crucible started by a user, from the user namespace's copy (see
+// userns.Enter) once it has settled. When it fails, the jails' cgroup
+// layer says why.
 func Join(ctx context.Context) (string, error) {
 	manager, v2 := owncgroup.WantScope()
 	if manager == "" {
@@ -104,7 +106,9 @@ func connect(ctx context.Context, manager string) (*sd.Conn, error) {
 		if err != nil {
 			return nil, errors.New("cannot reach the user manager")
 		}
-		if err := c.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		// As the manager sees us: the user, also from the user
+		// namespace's copy of crucible, which is root only in there.
+		if err := c.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(userns.HostUID()))}); err != nil {
 			_ = c.Close()
 			return nil, fmt.Errorf("the user manager refused us: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/userns"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,6 +72,10 @@ func scopeHelper() {
 	r.Cgroup = owncgroup.V2()
 	if fi, err := os.Stat(filepath.Join(v2, filepath.Dir(r.Cgroup))); err == nil {
 		r.ScopeUID = int(fi.Sys().(*syscall.Stat_t).Uid)
+		if uids, _, err := userns.Own(); err == nil && !uids.Initial() {
+			out, _ := uids.Outside(uint32(r.ScopeUID)) // the owner as the host sees it
+			r.ScopeUID = int(out)
+		}
 	}
 	b, _ := os.ReadFile(filepath.Join(v2, r.Cgroup, "cgroup.procs"))
 	r.LeafProcs = strings.TrimSpace(string(b))
@@ -95,7 +100,9 @@ func scopeHelper() {
 // its client, this binary as that user, started in a cgroup of the
 // manager's app.slice (as an app's terminal is), joins a scope: it must
 // land in the scope's leaf, the scope delegated to it and owned by it; and
-// once the client ends, systemd must remove the scope, leaf and all.
+// once the client ends, systemd must remove the scope, leaf and all. The
+// client does it twice: as the user, and as root of a user namespace of its
+// own, as crucible's copy of itself asks (see userns.Enter).
 func TestSystemdScope(t *testing.T) {
 	testenv.NeedRoot(t, "starting a user's systemd manager")
 	sh := testenv.NeedTool(t, "sh")
@@ -199,32 +206,37 @@ func TestSystemdScope(t *testing.T) {
 	if b, err := os.ReadFile(exe); err != nil || os.WriteFile(bin, b, 0o755) != nil {
 		t.Fatalf("copying the test binary: %v", err)
 	}
-	client := exec.CommandContext(ctx, sh, "-c", enter(term)+"exec "+asUser+" "+envScopeHelper+"=1 "+bin)
-	out, err := client.Output()
-	if err != nil {
-		t.Fatalf("the client: %v\n%s", err, out)
+	for _, as := range []struct{ name, prefix string }{
+		{"as the user", ""},
+		{"as root of its own user namespace", unshare + " --user --map-root-user "},
+	} {
+		client := exec.CommandContext(ctx, sh, "-c", enter(term)+"exec "+asUser+" "+envScopeHelper+"=1 "+as.prefix+bin)
+		out, err := client.Output()
+		if err != nil {
+			t.Fatalf("%s: the client: %v\n%s", as.name, err, out)
+		}
+		var r scopeReport
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%s: the client's report: %v\n%s", as.name, err, out)
+		}
+		if r.Err != "" {
+			t.Fatalf("%s: joining a scope: %s\nsystemd --user said:\n%s", as.name, r.Err, mgrOut.String())
+		}
+		t.Logf("%s: %+v", as.name, r)
+		scope := filepath.Join("/", manager, "app.slice", r.Scope)
+		if !strings.HasPrefix(r.Scope, "crucible-") || r.Cgroup != filepath.Join(scope, owncgroup.Leaf) {
+			t.Errorf("%s: the client is in %s, scope %s; want the scope's leaf", as.name, r.Cgroup, r.Scope)
+		}
+		if !r.Delegate || r.ScopeUID != uid || r.LeafProcs == "" {
+			t.Errorf("%s: want the scope delegated to the user and owned by it, the client in its leaf: %+v", as.name, r)
+		}
+		// Empty now: the manager stops the scope and removes its cgroup,
+		// leaf and all, as it would after a crucible that ended.
+		waitFor(t, 30*time.Second, "the scope's cgroup to be removed", func() bool {
+			_, err := os.Stat(filepath.Join(v2, scope))
+			return errors.Is(err, os.ErrNotExist)
+		}, func() string { return mgrOut.String() })
 	}
-	var r scopeReport
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("the client's report: %v\n%s", err, out)
-	}
-	if r.Err != "" {
-		t.Fatalf("joining a scope: %s\nsystemd --user said:\n%s", r.Err, mgrOut.String())
-	}
-	t.Logf("%+v", r)
-	scope := filepath.Join("/", manager, "app.slice", r.Scope)
-	if !strings.HasPrefix(r.Scope, "crucible-") || r.Cgroup != filepath.Join(scope, owncgroup.Leaf) {
-		t.Errorf("the client is in %s, scope %s; want the scope's leaf", r.Cgroup, r.Scope)
-	}
-	if !r.Delegate || r.ScopeUID != uid || r.LeafProcs == "" {
-		t.Errorf("want the scope delegated to the user and owned by it, the client in its leaf: %+v", r)
-	}
-	// Empty now: the manager stops the scope and removes its cgroup, leaf
-	// and all, as it would after a crucible that ended.
-	waitFor(t, 30*time.Second, "the scope's cgroup to be removed", func() bool {
-		_, err := os.Stat(filepath.Join(v2, scope))
-		return errors.Is(err, os.ErrNotExist)
-	}, func() string { return mgrOut.String() })
 }
 
 // waitFor polls cond every 20 ms until it holds, or fails t after limit,

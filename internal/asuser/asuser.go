@@ -11,9 +11,9 @@
 // whose imports are ready, so this package imports only light ones; a
 // test in cmd/crucible keeps it so.
 //
-// When the user's systemd must be asked for a delegated cgroup scope
-// first (owncgroup.WantScope), which takes a D-Bus client, it does
-// nothing: the command line asks, then enters (package cli).
+// The copy then asks the user's systemd for a delegated cgroup scope,
+// where it should (package systemdscope: a D-Bus client, no package to link
+// in here): it is the copy, and the jails it starts, that the scope holds.
 package asuser
 
 import "slices"

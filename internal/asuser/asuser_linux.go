@@ -3,7 +3,6 @@ package asuser
 import (
 	"os"
 
-	"github.com/cruciblehq/crucible/jail/owncgroup"
 	"github.com/cruciblehq/crucible/userns"
 )
 
@@ -15,13 +14,11 @@ func init() {
 	if !Jails(os.Args) || os.Geteuid() == 0 {
 		return
 	}
-	if manager, _ := owncgroup.WantScope(); manager != "" {
-		return
-	}
 	if code, _ := userns.Enter(true); code >= 0 {
 		os.Exit(code)
 	}
 	// The copy (whose os.Args[1] is this program's name, so it never gets
 	// here) settles in the command line's call to Enter, after the heavy
-	// packages' inits, which so run while the id maps are written.
+	// packages' inits, which so run while the id maps are written; then it
+	// asks the user's systemd for a cgroup scope, if it should.
 }

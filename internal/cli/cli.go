@@ -52,20 +52,20 @@ Run 'crucible exec -h', 'crucible run -h' or 'crucible serve -h' for their flags
 // Main is the crucible command, as the process's main runs it: os.Args,
 // the process's stdio, SIGINT and SIGTERM to stop. As a user other than
 // root, the commands that build jails run as root of a user namespace of
-// their own (see package userns): this process then only waits for that
-// copy, and returns its exit code. Before that, on cgroup v2, it asks the
-// user's systemd for a delegated scope (package systemdscope), in which the
-// copy is born.
+// their own (see package userns): the process the user started only waits
+// for that copy, from the init of package asuser, and never gets here. The
+// copy, on cgroup v2, asks the user's systemd for a delegated scope
+// (package systemdscope), in which its jails are born.
 func Main() int {
-	// Package asuser has entered the namespace already, unless systemd
-	// must be asked for a scope first.
+	// In the copy, Enter settles the namespace asuser made; without one,
+	// this process goes on as the user.
 	jails := asuser.Jails(os.Args)
+	if code, _ := userns.Enter(jails); code >= 0 {
+		return code
+	}
 	if jails {
 		// A failure is the cgroup layer's to report, with its fix.
 		_, _ = systemdscope.Join(context.Background())
-	}
-	if code, _ := userns.Enter(jails); code >= 0 {
-		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

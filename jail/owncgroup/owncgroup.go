@@ -12,8 +12,7 @@
 // (Leaf): the processes it starts are born there, and the scope's other
 // children are the jails' cgroups (package jail).
 //
-// It imports only light packages: the init of package internal/asuser,
-// which runs before the heavy packages', decides with it.
+// It imports only light packages, as package jail's early children may.
 package owncgroup
 
 // Leaf is the leaf of a delegated cgroup that holds crucible's own

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"syscall"
+
+	"github.com/cruciblehq/crucible/userns"
 )
 
 // Paths maps each cgroup v1 controller (and "" for v2) to this process's
@@ -60,7 +62,7 @@ func Mount(dir string) (v1, v2 bool) {
 // host is what decides whether to ask for a scope: this process's ids and
 // cgroup, and whether a user manager listens.
 type host struct {
-	euid      int
+	euid      int      // on the host: the user's, in the user namespace's copy of crucible
 	v2        string   // where cgroup v2 is mounted, or ""
 	rootCtl   []string // the controllers at the root of cgroup v2
 	delegated bool     // this process's cgroup is delegated to it already (Delegated)
@@ -77,7 +79,7 @@ func (h host) ask() bool {
 }
 
 func probeHost() host {
-	h := host{euid: os.Geteuid()}
+	h := host{euid: userns.HostUID()}
 	for _, mnt := range []string{Root, Root + "/unified"} {
 		if _, v2 := Mount(mnt); v2 {
 			h.v2 = mnt
@@ -97,7 +99,7 @@ func probeHost() host {
 	h.delegated = Delegated(path.Join(h.v2, own[""]))
 	dir := os.Getenv("XDG_RUNTIME_DIR")
 	if dir == "" {
-		dir = "/run/user/" + strconv.Itoa(os.Getuid())
+		dir = "/run/user/" + strconv.Itoa(h.euid)
 	}
 	if fi, err := os.Stat(path.Join(dir, "systemd", "private")); err == nil && fi.Mode().Type() == os.ModeSocket {
 		h.manager = path.Join(dir, "systemd", "private")
@@ -126,9 +128,11 @@ func Delegated(dir string) bool {
 
 // WantScope says whether this process should ask the user's systemd for a
 // scope (host.ask): if so, it returns the user manager's private socket
-// and the cgroup v2 mount; else "", "".
+// and the cgroup v2 mount; else "", "". Crucible started by a user asks
+// from the copy of itself that runs as root of its own user namespace
+// (userns.Enter), on the user's behalf.
 func WantScope() (manager, v2 string) {
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 && !userns.Current().Entered {
 		return "", "" // before any probe: root's start pays nothing
 	}
 	h := probeHost()
