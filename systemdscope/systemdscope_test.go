@@ -210,6 +210,14 @@ func TestSystemdScope(t *testing.T) {
 		{"as the user", ""},
 		{"as root of its own user namespace", unshare + " --user --map-root-user "},
 	} {
+		if as.prefix != "" {
+			if out, err := exec.CommandContext(ctx, sh, "-c", asUser+" "+as.prefix+"true").CombinedOutput(); err != nil {
+				// A kernel that lets no user make a user namespace: crucible
+				// then runs as the user, which the first case was.
+				t.Logf("%s: skipped, the user cannot make a user namespace here: %v %s", as.name, err, out)
+				continue
+			}
+		}
 		client := exec.CommandContext(ctx, sh, "-c", enter(term)+"exec "+asUser+" "+envScopeHelper+"=1 "+as.prefix+bin)
 		out, err := client.Output()
 		if err != nil {
