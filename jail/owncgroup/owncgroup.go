@@ -11,8 +11,6 @@
 // own, delegated, holding this process, and moves itself into a leaf of it
 // (Leaf): the processes it starts are born there, and the scope's other
 // children are the jails' cgroups (package jail).
-//
-// It imports only light packages, as package jail's early children may.
 package owncgroup
 
 // Leaf is the leaf of a delegated cgroup that holds crucible's own

@@ -6,7 +6,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-
 	"syscall"
 
 	"github.com/cruciblehq/crucible/userns"
