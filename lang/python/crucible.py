@@ -14,10 +14,11 @@ from several threads are in flight at once. A refused or failed call
 raises ToolError, whose `kind` is "tool", "limit" or "error".
 """
 
-import json
 import os
-import socket
-import threading
+
+# threading's own lock: threading, json and socket load when the first tool
+# call is made, so that a program that makes none does not pay for them.
+from _thread import allocate_lock
 
 result = None
 
@@ -32,17 +33,20 @@ class ToolError(Exception):
 
 class _Channel:
     def __init__(self):
-        self._lock = threading.Lock()  # guards the fields below
+        self._lock = allocate_lock()  # guards the fields below
         self._file = None
         self._seq = 0
         self._waiting = {}  # id -> [event, answer]
         self._end = None  # why the channel ended, once it has
         self._names = None  # server -> {python name: tool name}
-        self._listing = threading.Lock()  # held while _names is listed
+        self._listing = allocate_lock()  # held while _names is listed
 
     def _open(self):
         # With the lock held.
         if self._file is None:
+            import socket
+            import threading
+
             fd = os.environ.get("CRUCIBLE_TOOLS_FD")
             if not fd:
                 raise ToolError("error", "no tools are configured: the configuration of this execution has no servers")
@@ -51,6 +55,8 @@ class _Channel:
         return self._file
 
     def _read(self):
+        import json
+
         f = self._file
         end = "the tools channel was closed"
         try:
@@ -70,6 +76,9 @@ class _Channel:
             self._waiting.clear()
 
     def request(self, req):
+        import json
+        import threading
+
         line = json.dumps(req, separators=(",", ":"))
         w = [threading.Event(), None]
         with self._lock:

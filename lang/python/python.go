@@ -59,16 +59,13 @@ func runnerProgram(python string, args ...string) *lang.Program {
 	return p
 }
 
-// Job is what a warm runner reads on stdin: the program, as Program would
-// run it.
-type Job struct {
-	Source []byte `json:"source"` // the exact bytes (base64): a coding comment may name another encoding than UTF-8
-	Name   string `json:"name"`   // as tracebacks show it
-}
-
-// NewJob is src's job, named like file as Program would name it.
-func NewJob(src []byte, file string) *Job {
-	return &Job{Source: src, Name: displayName(file)}
+// Input is what a warm runner reads on stdin for src, named like file as
+// Program would name it: the name, a newline, and the program's exact bytes
+// (a coding comment may name another encoding than UTF-8). A name never
+// holds a newline (displayName).
+func Input(src []byte, file string) []byte {
+	name := strings.ToValidUTF8(displayName(file), "\uFFFD")
+	return append(append(make([]byte, 0, len(name)+1+len(src)), name+"\n"...), src...)
 }
 
 // displayName is the program's name in tracebacks: its file's base name

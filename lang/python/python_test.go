@@ -152,10 +152,97 @@ func TestWarm(t *testing.T) {
 		}
 	}
 	// A job that is not one is reported, not run.
-	for _, bad := range []string{"", "{", `{"source": "!!", "name": "x.py"}`, `{"name": "x.py"}`} {
+	for _, bad := range []string{"", "x.py", "\nprint(1)\n"} {
 		code, _, out := runHere(t, WarmProgram(python), []byte(bad))
 		if code != 1 || out.Error == nil || out.Error.Name != "CrucibleError" || !strings.HasPrefix(out.Error.Message, "reading the job: ") {
 			t.Errorf("job %q: exit %d, %+v", bad, code, out.Error)
+		}
+	}
+}
+
+// The result is what the json module makes of crucible.result, byte for
+// byte: the runner writes plain values itself, and hands everything else
+// to that module (NaN and the infinities too, which are not JSON, to be
+// refused).
+func TestResultJSON(t *testing.T) {
+	python := testenv.NeedTool(t, "python3")
+	dir := t.TempDir()
+	for path, data := range map[string][]byte{"run.py": runnerSource, "lib/crucible.py": moduleSource} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, path), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each value's encoding by the runner, or None where it is not plain,
+	// against the json module's, or the error it raises.
+	check := `import json, sys
+sys.path.insert(0, sys.argv[1])
+import run
+plain, other = [
+    None, True, False, 0, -7, 2**100, 1.5, -0.0, 1e300, 1/3, 5e-324,
+    "", "plain", "\"\\/\b\f\n\r\t\x00\x1f\x7f ~", [], (), {}, [1, [2, [3, []]], (4, 5)],
+    {"a": 1, "b": [None, {"c": "d"}]}, [1, "x", {"y": (2, [3.25, None])}], {"n": list(range(3))},
+    [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+], [
+    float("nan"), float("-inf"), "\u00e9", "\U0001F600", "\ud800", {1: "int key"}, {"k": {2.5: 1}}, {"\u00e9": 1},
+    [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], list(range(5000)),
+    __import__("enum").IntEnum("E", "A").A, type("S", (str,), {})("sub"), 10**5000, {"s": {1, 2}}, b"bytes",
+]
+for v in plain + other:
+    try:
+        want = json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        want = "refused: %s" % e
+    got = run.encode(v)
+    if (got is None) != any(v is o for o in other) or got is not None and got != want:
+        print("%.80r: encoded %.200r, the json module: %.200r" % (v, got, want))
+`
+	out, err := exec.Command(python, "-I", "-B", "-c", check, dir).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("%v\n%s", err, out)
+	}
+	// Through the runner: a plain result, one the json module writes, and
+	// one it refuses.
+	for v, want := range map[string]string{`{"a": (1, 2.5)}`: `{"a": [1, 2.5]}`, `"\u00e9"`: `"\u00e9"`, "float('nan')": ""} {
+		code, stderr, out := runHere(t, WarmProgram(python), input(t, []byte("import crucible\ncrucible.result = "+v+"\n"), "-"))
+		switch {
+		case want != "" && (code != 0 || string(out.Result) != want || out.Error != nil):
+			t.Errorf("%s: exit %d, result %s, %+v, want %s\n%s", v, code, out.Result, out.Error, want, stderr)
+		case want == "" && (code != 1 || out.Error == nil || !strings.HasPrefix(out.Error.Message, "crucible.result cannot be encoded as JSON: ")):
+			t.Errorf("%s: exit %d, result %s, %+v, want it refused\n%s", v, code, out.Result, out.Error, stderr)
+		}
+	}
+}
+
+// A warm runner that runs a program importing nothing but crucible, and
+// reports a plain result, loads none of the modules that cost more than
+// the interpreter's own start: json, linecache and traceback (re, enum),
+// socket and threading. Those load with the first tool call, or a
+// traceback, or when the program imports them.
+func TestRunnerImportsLittle(t *testing.T) {
+	python := testenv.NeedTool(t, "python3")
+	heavy := `{"json", "re", "enum", "tokenize", "linecache", "traceback", "socket", "threading", "base64", "struct", "selectors"}`
+	// What the interpreter has loaded at its start here (a site-packages
+	// .pth may load some) is not the runner's doing.
+	base, err := exec.Command(python, "-I", "-B", "-c", "import sys\nprint(sorted("+heavy+" & set(sys.modules)))").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "import atexit, crucible, sys\ncrucible.result = {'a': [1, 2.5, 'x', None, True]}\n" +
+		"atexit.register(lambda: sys.stderr.write('loaded: %s\\n' % sorted(" + heavy + " & set(sys.modules))))\n"
+	for _, warm := range []bool{false, true} {
+		p, stdin := Program([]byte(src), "x.py", python), []byte(nil)
+		if warm {
+			p, stdin = WarmProgram(python), input(t, []byte(src), "x.py")
+		}
+		code, stderr, out := runHere(t, p, stdin)
+		if code != 0 || string(out.Result) != `{"a": [1, 2.5, "x", null, true]}` {
+			t.Fatalf("warm %v: exit %d, %s %+v\n%s", warm, code, out.Result, out.Error, stderr)
+		}
+		if want := "loaded: " + string(base); stderr != want {
+			t.Errorf("warm %v: the runner loaded more than the interpreter does:\n%s\nwant %s", warm, stderr, want)
 		}
 	}
 }

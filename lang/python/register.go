@@ -1,7 +1,6 @@
 package python
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -30,7 +29,7 @@ func init() {
 			// why, but `crucible doctor` is.
 			Program: func(s lang.Settings) *lang.Program { return WarmProgram(s.Python) },
 			Input: func(src []byte, file string) ([]byte, error) {
-				return json.Marshal(NewJob(src, file))
+				return Input(src, file), nil
 			},
 			SaysReady: true, // run.py's job()
 		},
