@@ -82,6 +82,10 @@ func TestTracebackNames(t *testing.T) {
 		// What the program prints of its own tracebacks says the same.
 		{"import traceback\ntry:\n    1/0\nexcept ZeroDivisionError:\n    traceback.print_exc()\nraise KeyError(1)\n", "-", "KeyError",
 			[]string{`File "<stdin>", line 3, in <module>`, `File "<stdin>", line 6, in <module>`}},
+		// An exception that will not say what it is is reported all the
+		// same, as Python prints it.
+		{"class E(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n\nraise E()\n", "x.py", "E",
+			[]string{`File "x.py", line 5, in <module>`, "E: <exception str() failed>"}},
 	} {
 		code, stderr, out := runHere(t, Program([]byte(tc.src), tc.file, python), nil)
 		// A warm runner, given the same program as its job, says the same.

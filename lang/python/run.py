@@ -51,7 +51,15 @@ def error(e, name):
     frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == name]
     stack = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) if frames else ""
     stack += "".join(traceback.format_exception_only(type(e), e))
-    return {"name": type(e).__name__, "message": str(e), "stack": stack}
+    return {"name": type(e).__name__, "message": text(e), "stack": stack}
+
+
+def text(e):
+    # As traceback says it: the program's exception may refuse to.
+    try:
+        return str(e)
+    except BaseException:
+        return "<exception str() failed>"
 
 
 class Lines:
