@@ -84,9 +84,11 @@ class Lines:
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "linecache":
             return None
-        sys.meta_path.remove(self)
+        if self in sys.meta_path:  # the program may have moved it
+            sys.meta_path.remove(self)
         for finder in sys.meta_path:
-            spec = finder.find_spec(fullname, path, target)
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find else None
             if spec is not None:
                 spec.loader = Then(spec.loader, self.put)
                 return spec
