@@ -16,9 +16,12 @@ raises ToolError, whose `kind` is "tool", "limit" or "error".
 
 import os
 
-# threading's own lock: threading, json and socket load when the first tool
-# call is made, so that a program that makes none does not pay for them.
-from _thread import allocate_lock
+# The channel is a plain file on its descriptor, its reader a bare thread
+# and its waits locks, all of the interpreter's own: socket and threading
+# would load ~10 ms of CPU of modules (selectors, an enum of every socket
+# constant), json ~18 (re, enum), more than the interpreter's own start.
+# json loads with the first call.
+from _thread import allocate_lock, start_new_thread
 
 result = None
 
@@ -36,7 +39,7 @@ class _Channel:
         self._lock = allocate_lock()  # guards the fields below
         self._file = None
         self._seq = 0
-        self._waiting = {}  # id -> [event, answer]
+        self._waiting = {}  # id -> [a held lock, the answer]
         self._end = None  # why the channel ended, once it has
         self._names = None  # server -> {python name: tool name}
         self._listing = allocate_lock()  # held while _names is listed
@@ -44,14 +47,12 @@ class _Channel:
     def _open(self):
         # With the lock held.
         if self._file is None:
-            import socket
-            import threading
-
             fd = os.environ.get("CRUCIBLE_TOOLS_FD")
             if not fd:
                 raise ToolError("error", "no tools are configured: the configuration of this execution has no servers")
-            self._file = socket.socket(fileno=int(fd)).makefile("rwb")
-            threading.Thread(target=self._read, daemon=True).start()
+            os.set_blocking(int(fd), True)  # as a socket object would make it
+            self._file = open(int(fd), "rb")  # read by _read; written with os.write
+            start_new_thread(self._read, ())  # ends with the interpreter, like a daemon thread
         return self._file
 
     def _read(self):
@@ -66,21 +67,23 @@ class _Channel:
                     w = self._waiting.pop(a.get("id"), None)
                 if w:
                     w[1] = a
-                    w[0].set()
+                    w[0].release()
         except (OSError, ValueError) as e:
             end = "the tools channel failed: %s" % e
         with self._lock:
             self._end = end
             for w in self._waiting.values():
-                w[0].set()
+                w[0].release()
             self._waiting.clear()
 
     def request(self, req):
         import json
-        import threading
 
         line = json.dumps(req, separators=(",", ":"))
-        w = [threading.Event(), None]
+        # The caller waits on a held lock, which _read releases with the
+        # answer, or when the channel ends.
+        w = [allocate_lock(), None]
+        w[0].acquire()
         with self._lock:
             f = self._open()
             if self._end:
@@ -88,9 +91,10 @@ class _Channel:
             self._seq += 1
             ident = self._seq
             self._waiting[ident] = w
-            f.write(('{"id":%d,%s\n' % (ident, line[1:])).encode())
-            f.flush()
-        w[0].wait()
+            data = memoryview(('{"id":%d,%s\n' % (ident, line[1:])).encode())
+            while data:
+                data = data[os.write(f.fileno(), data):]
+        w[0].acquire()
         a = w[1]
         if a is None:
             raise ToolError("error", self._end)

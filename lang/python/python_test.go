@@ -1,8 +1,11 @@
 package python
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +16,13 @@ import (
 
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/lang"
+	"golang.org/x/sys/unix"
 )
 
 // runHere runs p with the host's python3 outside any jail, with stdin: its
-// files go under a temporary directory instead of /crucible/python.
-func runHere(t *testing.T, p *lang.Program, stdin []byte) (code int, stderr string, out *lang.Outcome) {
+// files go under a temporary directory instead of /crucible/python. With
+// tools, that is its tools channel (fd 4, as the sandbox gives it).
+func runHere(t *testing.T, p *lang.Program, stdin []byte, tools ...*os.File) (code int, stderr string, out *lang.Outcome) {
 	t.Helper()
 	root := t.TempDir()
 	for path, data := range p.Files {
@@ -42,7 +47,10 @@ func runHere(t *testing.T, p *lang.Program, stdin []byte) (code int, stderr stri
 	defer rr.Close()
 	var errb bytes.Buffer
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = bytes.NewReader(stdin), &errb, []*os.File{rw}
+	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = bytes.NewReader(stdin), &errb, append([]*os.File{rw}, tools...)
+	if len(tools) > 0 {
+		cmd.Env = append(os.Environ(), "CRUCIBLE_TOOLS_FD=4")
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -251,5 +259,39 @@ func TestRunnerImportsLittle(t *testing.T) {
 		if want := "loaded: " + string(base); stderr != want {
 			t.Errorf("warm %v: the runner loaded more than the interpreter does:\n%s\nwant %s", warm, stderr, want)
 		}
+	}
+
+	// A tool call loads json (and with it re and enum), and no more: the
+	// channel is a file, its reader a bare thread.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "tools"), os.NewFile(uintptr(fds[1]), "tools-python")
+	defer ours.Close()
+	go func() { // the sandbox's side: each request answered with its id
+		sc := bufio.NewScanner(ours)
+		for sc.Scan() {
+			var req struct{ ID int }
+			if json.Unmarshal(sc.Bytes(), &req) != nil {
+				return
+			}
+			fmt.Fprintf(ours, "{\"id\":%d,\"result\":\"done\"}\n", req.ID)
+		}
+	}()
+	some := `{"socket", "threading", "selectors", "traceback", "linecache", "base64"}`
+	base, err = exec.Command(python, "-I", "-B", "-c", "import sys\nprint(sorted("+some+" & set(sys.modules)))").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = "import atexit, crucible, sys\ncrucible.result = crucible.tools.call('s', 't', {'a': 1})\n" +
+		"atexit.register(lambda: sys.stderr.write('loaded: %s\\n' % sorted(" + some + " & set(sys.modules))))\n"
+	code, stderr, out := runHere(t, Program([]byte(src), "x.py", python), nil, theirs)
+	theirs.Close()
+	if code != 0 || string(out.Result) != `"done"` {
+		t.Fatalf("a tool call: exit %d, %s %+v\n%s", code, out.Result, out.Error, stderr)
+	}
+	if want := "loaded: " + string(base); stderr != want {
+		t.Errorf("a tool call loaded more than json:\n%s\nwant %s", stderr, want)
 	}
 }

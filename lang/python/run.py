@@ -13,9 +13,10 @@
 # It imports nothing the interpreter has not loaded at its start: json,
 # linecache and traceback (each pulls in re and enum), socket and threading
 # would cost every execution more CPU than the interpreter's own start (18
-# ms for `python3 -I -c pass` on the developers' VM, 47 with them). They
-# load when they are needed: by a traceback, a result that is not plain
-# (dumps), the first tool call, or the program itself.
+# ms for `python3 -I -c pass` on the developers' VM, 47 with them). The
+# first three load when they are needed: by a traceback, a result that is
+# not plain (dumps), the first tool call (json), or the program itself; the
+# tools channel needs neither socket nor threading (crucible.py).
 import builtins
 import gc
 import os
