@@ -197,8 +197,10 @@ plain, other = [
     "", "plain", "\"\\/\b\f\n\r\t\x00\x1f\x7f ~", [], (), {}, [1, [2, [3, []]], (4, 5)],
     {"a": 1, "b": [None, {"c": "d"}]}, [1, "x", {"y": (2, [3.25, None])}], {"n": list(range(3))},
     [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+    "\u00e9", "\u20ac\uffff\U0001F600\U0010FFFF", "\ud800 \udfff", "caf\u00e9 \u65e5\u672c \x80\x9f\xa0", {"\u00e9": "\u00e9"},
+    "".join(map(chr, range(0x3000))), "x" * (1 << 16),
 ], [
-    float("nan"), float("-inf"), "\u00e9", "\U0001F600", "\ud800", {1: "int key"}, {"k": {2.5: 1}}, {"\u00e9": 1},
+    float("nan"), float("-inf"), {1: "int key"}, {"k": {2.5: 1}}, "x" * (1 << 16) + "y",
     [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]], list(range(5000)),
     __import__("enum").IntEnum("E", "A").A, type("S", (str,), {})("sub"), {"s": {1, 2}}, b"bytes",
 ]
@@ -218,9 +220,9 @@ for v in plain + other + either:
 	if err != nil || len(out) > 0 {
 		t.Errorf("%v\n%s", err, out)
 	}
-	// Through the runner: a plain result, one the json module writes, and
+	// Through the runner: plain results, one the json module writes, and
 	// one it refuses.
-	for v, want := range map[string]string{`{"a": (1, 2.5)}`: `{"a": [1, 2.5]}`, `"\u00e9"`: `"\u00e9"`, "float('nan')": ""} {
+	for v, want := range map[string]string{`{"a": (1, 2.5)}`: `{"a": [1, 2.5]}`, `"\u00e9"`: `"\u00e9"`, "{1: 2}": `{"1": 2}`, "float('nan')": ""} {
 		code, stderr, out := runHere(t, WarmProgram(python), input(t, []byte("import crucible\ncrucible.result = "+v+"\n"), "-"))
 		switch {
 		case want != "" && (code != 0 || string(out.Result) != want || out.Error != nil):

@@ -124,9 +124,22 @@ def run(source, name):
     exec(compile(source, name, "exec"), main.__dict__)
 
 
-# ESCAPES is how JSON writes each ASCII character that it does not write as
-# itself, as the json module writes it.
-ESCAPES = {i: "\\u%04x" % i for i in [*range(0x20), 0x7F]}
+class Escapes(dict):
+    """How the json module writes each character of a string (str.translate's
+    table): printable ASCII as itself, but the quote and the backslash;
+    every other character as an escape, \\uXXXX past ASCII (two, a
+    surrogate pair, past U+FFFF), found on first use."""
+
+    def __missing__(self, c):
+        if c > 0xFFFF:
+            e = "\\u%04x\\u%04x" % (0xD800 | (c - 0x10000) >> 10, 0xDC00 | (c - 0x10000) & 0x3FF)
+        else:
+            e = "\\u%04x" % c
+        self[c] = e
+        return e
+
+
+ESCAPES = Escapes({c: chr(c) for c in range(0x20, 0x7F)})
 ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord("\b"): "\\b", ord("\f"): "\\f"})
 
 
@@ -145,8 +158,8 @@ def dumps(value):
 
 def encode(value):
     """What the json module writes for a plain value (of exactly the types
-    None, bool, int, finite float, ASCII str, list, tuple and dict with
-    ASCII str keys, nested a few deep, not too many), or None for any
+    None, bool, int, finite float, str, list, tuple and dict with str keys,
+    nested a few deep, not too many, no string too long), or None for any
     other. Loading that module costs a worker more than its interpreter's
     start."""
     out = []
@@ -174,8 +187,8 @@ def plain(v, out, depth, count):
             return False
         out.append(float.__repr__(v))
     elif t is str:
-        if not v.isascii():
-            return False
+        if len(v) > 1 << 16:
+            return False  # the json module's encoder, in C, is faster
         out.append('"' + v.translate(ESCAPES) + '"')
     elif t is list or t is tuple:
         out.append("[")
