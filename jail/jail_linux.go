@@ -166,6 +166,10 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
 		Filter:      prog,
 		LandlockMay: allowed(LayerLandlock), NotifyMayFail: allowed(LayerSeccompNotify),
+		Slack: ownSlack(),
+	}
+	if s.Self != "" && len(s.Args) > 0 && s.Args[0] == s.Self {
+		cs.Slack = goSlack // a Go runtime of ours, as init is
 	}
 	if cs.Dir == "" {
 		cs.Dir = "/workspace"
@@ -576,7 +580,14 @@ func (x *execution) fork() error {
 				return // still locked: the thread may be half moved
 			}
 		}
+		// Init, and every thread it starts, gets the jail's own timer
+		// slack from this thread (see child.GoSlack). None of ours keeps
+		// it: the thread is locked, and the runtime starts no thread from
+		// a locked one (its template thread does that meanwhile).
+		own := ownSlack()
+		setSlack(goSlack)
 		err := x.cmd.Start()
+		setSlack(own)
 		if err != nil {
 			err = startError(err)
 		}

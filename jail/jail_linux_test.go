@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	if os.Args[0] == selfTest {
 		// TestSelf's command: this binary, run inside the jail.
 		err := os.WriteFile(selfTest, nil, 0)
-		fmt.Printf("self in the jail, uid %d, writable: %v\n", os.Getuid(), err == nil)
+		fmt.Printf("self in the jail, uid %d, writable: %v, timer slack %d\n", os.Getuid(), err == nil, ownSlack())
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -144,12 +144,34 @@ func TestSelf(t *testing.T) {
 	if err != nil || r.ExitCode != 0 {
 		t.Fatalf("run: %v %+v\n%s", err, r, out.String())
 	}
-	if want := fmt.Sprintf("self in the jail, uid %d, writable: false\n", SandboxUID); out.String() != want {
+	// A command of this binary is a Go runtime like init: it gets the
+	// jail's own timer slack (child.GoSlack).
+	if want := fmt.Sprintf("self in the jail, uid %d, writable: false, timer slack %d\n", SandboxUID, goSlack); out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
 	}
 	s.Self = "/usr/bin/x"
 	if _, err := Run(context.Background(), s); err == nil {
 		t.Error("a self path outside the files directory was accepted")
+	}
+}
+
+// Any other command keeps the caller's timer slack: the jail's own, which
+// lets a Go runtime's timers fire up to a millisecond late, is not the
+// command's business.
+func TestTimerSlackIsTheCallers(t *testing.T) {
+	testenv.NeedRoot(t, "the cgroup layer")
+	if ownSlack() == goSlack {
+		t.Fatal("the test's own timer slack is the jail's: nothing to tell them apart")
+	}
+	var out bytes.Buffer
+	s := spec("/bin/cat", "/proc/self/timerslack_ns")
+	s.Stdout, s.Stderr = &out, &out
+	r, err := Run(context.Background(), s)
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("run: %v %+v\n%s", err, r, out.String())
+	}
+	if want := fmt.Sprintf("%d\n", ownSlack()); out.String() != want {
+		t.Errorf("the command's timer slack: %q, want the caller's %q", out.String(), want)
 	}
 }
 

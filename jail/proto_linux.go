@@ -39,6 +39,14 @@ func childFiles(files []File) []child.File {
 // encodeFilter packs a seccomp program for childSpec.Filter.
 var encodeFilter = child.EncodeFilter
 
+// The timer slack of the jail's own processes, and a thread's.
+const goSlack = child.GoSlack
+
+var (
+	setSlack = child.SetSlack
+	ownSlack = child.OwnSlack
+)
+
 // receivedFD is the one descriptor a control message carries; recv reads
 // a message.
 var (

@@ -104,12 +104,18 @@ func TestRootless(t *testing.T) {
 	}
 
 	code, out, errs = u.run(t, bin, nil, nil, "exec", "--json", "--allow-degraded", "cgroup", "--",
-		"sh", "-c", `id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/uid_map; touch /workspace/ok && echo wrote; touch /usr/x 2>/dev/null || echo ro`)
+		"sh", "-c", `id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/uid_map; echo "slack $(cat /proc/self/timerslack_ns)"; touch /workspace/ok && echo wrote; touch /usr/x 2>/dev/null || echo ro`)
 	var r sandbox.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
 	}
-	for _, want := range []string{"1000\n", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "wrote", "ro"} {
+	// The command keeps the caller's timer slack, not the jail's own
+	// processes' (the exec stage sets it back).
+	slack, err := os.ReadFile("/proc/self/timerslack_ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1000\n", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "wrote", "ro", "slack " + string(slack)} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("missing %q in %q (stderr %q)", want, r.Stdout, r.Stderr)
 		}

@@ -189,6 +189,7 @@ func execMain() {
 	if err != nil {
 		os.Exit(fail("init", "reading the jail spec: %v", err))
 	}
+	SetSlack(s.Slack) // the command's, kept across its execve
 	if err := dropPrivileges(s); err != nil {
 		os.Exit(fail("capabilities", "%v", err))
 	}

@@ -77,6 +77,7 @@ func spareThreads(n int) {
 }
 
 func forkCommand(s *Spec) (int, int) {
+	SetSlack(s.Slack) // this thread's: it starts the command, then ends
 	if err := setLimits(s); err != nil {
 		return 0, fail("capabilities", "%v", err)
 	}

@@ -81,6 +81,11 @@ type Spec struct {
 	FSize  uint64 `json:"fsize"`
 	NProc  uint64 `json:"nproc,omitempty"` // only where no pids cgroup bounds the jail
 
+	// Slack is the command's timer slack in nanoseconds (see SetSlack):
+	// init's own for a command of this binary, the supervisor's for any
+	// other; 0 leaves init's.
+	Slack uint64 `json:"slack,omitempty"`
+
 	Filter        []byte `json:"filter"`          // seccomp program, see EncodeFilter
 	LandlockMay   bool   `json:"landlock_may"`    // Landlock may be missing
 	NotifyMayFail bool   `json:"notify_may_fail"` // seccomp user notification may be missing
