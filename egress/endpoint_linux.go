@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/rawfile"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
@@ -28,7 +29,11 @@ import (
 // instead, added 0.7 to 0.9 ms to the 95th percentile of a new connection
 // in bench/egress: the poller is looked at when the scheduler gets round
 // to it, a thread in ppoll is woken by the kernel), but its eventfd is
-// ours to close. The
+// ours to close. Like fdbased, it blocks through gVisor's BlockingPoll,
+// which gives up the goroutine's P as it blocks: a plain ppoll kept it,
+// with the goroutines the reader had just readied, until the runtime's
+// sysmon took it back, up to 10 ms later in a young process (a cold
+// `crucible exec` with the network waited ~10 ms for its jail's spec). The
 // write side, fdbased's InjectableEndpoint, reads nothing and so has no
 // eventfd.
 //
@@ -136,7 +141,7 @@ func (e *endpoint) read(d stack.NetworkDispatcher) {
 	defer func() { v.Release() }()
 	// stopFD stays open until Close, which comes after Attach(nil) has
 	// waited for this goroutine.
-	wait := []unix.PollFd{{Fd: int32(e.fd), Events: unix.POLLIN}, {Fd: int32(e.stopFD), Events: unix.POLLIN}}
+	wait := []rawfile.PollEvent{{FD: int32(e.fd), Events: unix.POLLIN}, {FD: int32(e.stopFD), Events: unix.POLLIN}}
 	// Once told to stop, it still delivers what the device holds, up to
 	// a bound: the jail's processes are gone or exiting by then, and a
 	// datagram one sent just before its end is refused (and recorded) like
@@ -153,7 +158,7 @@ func (e *endpoint) read(d stack.NetworkDispatcher) {
 			}
 			// Until a packet comes, or the eventfd says stop (it then
 			// stays readable, so this returns at once from then on).
-			if _, err := unix.Ppoll(wait, nil, nil); err != nil && err != unix.EINTR {
+			if _, errno := rawfile.BlockingPoll(&wait[0], len(wait), nil); errno != 0 && errno != unix.EINTR {
 				return
 			}
 			continue
