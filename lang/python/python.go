@@ -49,8 +49,9 @@ func runnerProgram(python string, args ...string) *lang.Program {
 	p := &lang.Program{
 		Lang: lang.Python,
 		// -u: unbuffered, so output interleaves as written; -B: the jail's
-		// root is read-only, no .pyc to write.
-		Args:  append([]string{python, "-I", "-B", "-u", runner}, args...),
+		// root is read-only, no .pyc to write; -S: site runs once the
+		// program needs it (run.py's Site).
+		Args:  append([]string{python, "-I", "-S", "-B", "-u", runner}, args...),
 		Files: map[string][]byte{runner: runnerSource, module: moduleSource},
 	}
 	if !underUsr(python) {

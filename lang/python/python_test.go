@@ -240,17 +240,16 @@ for v in plain + other + either:
 // traceback, or when the program imports them.
 func TestRunnerImportsLittle(t *testing.T) {
 	python := testenv.NeedTool(t, "python3")
-	heavy := `{"json", "re", "enum", "tokenize", "linecache", "traceback", "socket", "threading", "base64", "struct", "selectors"}`
-	// What the interpreter has loaded at its start here (a site-packages
-	// .pth may load some) is not the runner's doing: a script of its own
-	// says, as the runner is one (with -c, Python 3.13 loads linecache to
-	// keep the command's text).
+	heavy := `{"json", "re", "enum", "tokenize", "linecache", "traceback", "socket", "threading", "base64", "struct", "selectors", "site"}`
+	// What the interpreter has loaded at its start here is not the
+	// runner's doing: a script of its own says, run as the runner is (with
+	// -c, Python 3.13 loads linecache to keep the command's text).
 	loadedAtStart := func(names string) []byte {
 		script := filepath.Join(t.TempDir(), "start.py")
 		if err := os.WriteFile(script, []byte("import sys\nprint(sorted("+names+" & set(sys.modules)))\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		b, err := exec.Command(python, "-I", "-B", script).Output()
+		b, err := exec.Command(python, "-I", "-S", "-B", script).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,5 +301,69 @@ func TestRunnerImportsLittle(t *testing.T) {
 	}
 	if want := "loaded: " + string(base); stderr != want {
 		t.Errorf("a tool call loaded more than json:\n%s\nwant %s", stderr, want)
+	}
+}
+
+// The interpreter starts without site (-S), which runs once the program
+// needs it: for a package in site-packages (and its .pth files), for a
+// module that lists what is installed, for exit() and its kind. Here in a
+// virtual environment of the test's own, whose site-packages it fills.
+func TestSiteWhenNeeded(t *testing.T) {
+	python := testenv.NeedTool(t, "python3")
+	// The interpreter itself, not a shim that runs it (pyenv's).
+	b, err := exec.Command(python, "-I", "-S", "-c", "import sys; print('%d.%d' % sys.version_info[:2], sys.executable)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, exe, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	venv := t.TempDir()
+	pkgs := filepath.Join(venv, "lib", "python"+ver, "site-packages")
+	for path, data := range map[string]string{
+		filepath.Join(venv, "pyvenv.cfg"):           "home = " + filepath.Dir(real) + "\ninclude-system-site-packages = false\n",
+		filepath.Join(pkgs, "crucible_sitepkg.py"):  "VALUE = 7\n",
+		filepath.Join(pkgs, "crucible_sitepkg.pth"): "import os; os.environ['CRUCIBLE_PTH'] = 'ran'\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(venv, "bin", "python3")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		src, want string
+		code      int
+	}{
+		// Nothing of site for a program that needs none of it.
+		{"import sys, json\ncrucible.result = ['site' in sys.modules, callable(exit)]", `[false, true]`, 0},
+		{"import crucible_sitepkg, os, sys\ncrucible.result = [crucible_sitepkg.VALUE, os.environ.get('CRUCIBLE_PTH'), 'site' in sys.modules]",
+			`[7, "ran", true]`, 0},
+		{"try:\n    import crucible_nowhere\nexcept ImportError as e:\n    crucible.result = e.name", `"crucible_nowhere"`, 0},
+		{"import pkgutil, os\ncrucible.result = os.environ.get('CRUCIBLE_PTH')", `"ran"`, 0},
+		{"import os\ncrucible.result = [repr(quit).startswith('Use quit()'), os.environ.get('CRUCIBLE_PTH')]", `[true, "ran"]`, 0},
+		{"exit(3)", `null`, 3},
+	} {
+		src := "import crucible\n" + c.src + "\n"
+		for _, warm := range []bool{false, true} {
+			p, stdin := Program([]byte(src), "x.py", bin), []byte(nil)
+			if warm {
+				p, stdin = WarmProgram(bin), input(t, []byte(src), "x.py")
+			}
+			code, stderr, out := runHere(t, p, stdin)
+			if code != c.code || string(out.Result) != c.want || out.Error != nil {
+				t.Errorf("warm %v, %q: exit %d, %s %+v; want exit %d, %s\n%s", warm, c.src, code, out.Result, out.Error, c.code, c.want, stderr)
+			}
+		}
 	}
 }

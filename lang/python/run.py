@@ -16,7 +16,8 @@
 # ms for `python3 -I -c pass` on the developers' VM, 47 with them). The
 # first three load when they are needed: by a traceback, a result that is
 # not plain (dumps), the first tool call (json), or the program itself; the
-# tools channel needs neither socket nor threading (crucible.py).
+# tools channel needs neither socket nor threading (crucible.py). Nor does
+# the interpreter import site at its start (-S): see Site, below.
 import builtins
 import gc
 import os
@@ -26,9 +27,93 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MAIN = os.path.join(HERE, "main.py")
 sys.path.insert(0, os.path.join(HERE, "lib"))
 # The server's skills, when it has some: `import NAME` finds /skills/NAME.py.
-if os.path.isdir("/skills"):
-    sys.path.append("/skills")
+SKILLS = "/skills"
+if os.path.isdir(SKILLS):
+    sys.path.append(SKILLS)
 import crucible  # noqa: E402
+
+
+class Site:
+    """What the site module does at an interpreter's start, done when the
+    program first needs it: site-packages on sys.path and their .pth
+    files, sitecustomize, and the builtins exit, quit, help, copyright,
+    credits and license. The interpreter starts with -S: for a program that
+    uses none of it, site was a sixth of a worker's CPU here. It runs on
+    the first import of a name that nothing finds (a package installed in
+    site-packages; an optional one that is not there costs what site did
+    before), of a module that lists what is installed (First.LISTS), or
+    on the first use of one of those builtins."""
+
+    done = False
+
+    @classmethod
+    def install(cls):
+        sys.meta_path.insert(0, First())
+        sys.meta_path.append(Last())
+        for name in ("exit", "quit", "help", "copyright", "credits", "license"):
+            setattr(builtins, name, Builtin(name))
+
+    @classmethod
+    def run(cls):
+        if not cls.done:
+            cls.done = True
+            import site
+
+            site.main()
+            # Site-packages before the skills, as when site ran first.
+            if SKILLS in sys.path:
+                sys.path.remove(SKILLS)
+                sys.path.append(SKILLS)
+
+
+class First:
+    """Before every finder: the modules that list what is installed."""
+
+    LISTS = ("importlib.metadata", "importlib_metadata", "pkgutil", "pkg_resources")
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.LISTS:
+            Site.run()
+        return None
+
+
+class Last:
+    """After every finder: a name none of them found, looked for again
+    once site has run, by every finder (its .pth files may add some)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if path is not None or Site.done:
+            return None
+        Site.run()
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find(fullname, path, target) if find else None
+            if spec is not None:
+                return spec
+        return None
+
+
+class Builtin:
+    """One of site's builtins, until site has run and put its own."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def real(self):
+        Site.run()
+        b = getattr(builtins, self.name, self)
+        if b is self:
+            raise NameError("name '%s' is not defined" % self.name)
+        return b
+
+    def __call__(self, *args, **kwargs):
+        return self.real()(*args, **kwargs)
+
+    def __repr__(self):
+        return repr(self.real())
+
+
+Site.install()
 
 # What is here now is the runner's, and lives until the end: the collector
 # need not look at it again, not even at the exit, whose last collections
@@ -254,7 +339,7 @@ def job():
         os.chdir(os.getcwd())
         # The client's own skills may have been laid over /skills too:
         # forget what was found there before.
-        sys.path_importer_cache.pop("/skills", None)
+        sys.path_importer_cache.pop(SKILLS, None)
         return source, name.decode("utf-8", "replace")
     except Exception as e:  # whatever the job was, the worker reports it
         err = {"name": "CrucibleError", "message": "reading the job: %s" % e}
