@@ -162,6 +162,32 @@ func TestPoolTimeoutAndIdle(t *testing.T) {
 	}
 }
 
+// A warm worker runs on one P from its runtime's start (GOMAXPROCS=1 in its
+// environment), which is the worker's, not the sandbox's: the program's env
+// does not show it. One the operator sets is the sandbox's, and shows.
+func TestPoolWorkerEnv(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, `[null,true]`},
+		{map[string]string{"GOMAXPROCS": "2"}, `["2",true]`},
+	} {
+		cfg := config.Default()
+		cfg.Sandbox.Env = c.env
+		p, err := NewPool(cfg, "ts", PoolOptions{Size: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := p.Run(context.Background(), []byte("return [env.GOMAXPROCS ?? null, 'PATH' in env]"), "-")
+		p.Close()
+		if err != nil || x.Error != nil || string(x.Result) != c.want {
+			t.Errorf("sandbox env %v: %v %+v; want %s", c.env, err, x, c.want)
+		}
+	}
+}
+
 // The audit trail of a pool says what a one-shot execution's says: one
 // execution line per execution that ran (none for warm jails that never got
 // work), naming its language and source by hash, not the worker's argv,

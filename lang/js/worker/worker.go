@@ -151,7 +151,8 @@ func warmRun(o engine.Options, timeout time.Duration, result *os.File) (*lang.Ou
 	// process of its own). Fetches and tool calls still run beside the
 	// program: Go preempts a goroutine that keeps the P. A cold worker
 	// (Main without -warm) keeps GOMAXPROCS as it is, to make its engine
-	// while esbuild loads.
+	// while esbuild loads. The warm worker's environment sets it from the
+	// runtime's start (js.WarmProgram), which makes this call a no-op.
 	runtime.GOMAXPROCS(1)
 	rt, err := engine.New(o)
 	if err != nil {
@@ -192,10 +193,12 @@ func printError(e *lang.Error) {
 	fmt.Fprintln(os.Stderr, msg)
 }
 
+// environ is the sandbox's environment, as the program's env shows it:
+// without what the worker's launch added for the worker itself.
 func environ() map[string]string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok && !js.Own(k, v) {
 			env[k] = v
 		}
 	}
