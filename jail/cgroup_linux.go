@@ -202,8 +202,7 @@ func (c *cgroup) bound() error {
 		}
 	}
 	for _, s := range ss {
-		path := filepath.Join(s.dir, s.file)
-		err := os.WriteFile(path, []byte(s.value), 0)
+		err := writeControl(filepath.Join(s.dir, s.file), s.value)
 		if os.IsNotExist(err) && (s.file == "memory.swap.max" || s.file == "memory.memsw.limit_in_bytes") {
 			continue // no swap accounting: there is no swap to bound
 		}
@@ -226,11 +225,27 @@ func (c *cgroup) leave() error { return moveThread(c.parents, "leaving the cgrou
 
 func moveThread(dirs []string, doing string) error {
 	for _, d := range dirs {
-		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte("0"), 0); err != nil {
+		if err := writeControl(filepath.Join(d, "tasks"), "0"); err != nil {
 			return fmt.Errorf("%s: %w", doing, pathless(err))
 		}
 	}
 	return nil
+}
+
+// writeControl writes value to a cgroup's control file in one write, with
+// the bare system calls: os.WriteFile would truncate it too, and offer it to
+// the poller (which cgroupfs refuses), for each of the ~10 writes a jail
+// takes. Its errors name no path.
+func writeControl(path, value string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	_, err = unix.Write(fd, []byte(value))
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // oomKilled says whether the memory limit killed a process.
