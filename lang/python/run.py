@@ -38,7 +38,7 @@ class Site:
     program first needs it: site-packages on sys.path and their .pth
     files, sitecustomize, and the builtins exit, quit, help, copyright,
     credits and license. The interpreter starts with -S: for a program that
-    uses none of it, site was a sixth of a worker's CPU here. It runs on
+    uses none of it, site was ~14 % of a worker's CPU here. It runs on
     the first import of a name that nothing finds (a package installed in
     site-packages; an optional one that is not there costs what site did
     before), of a module that lists what is installed (First.LISTS), or
