@@ -23,9 +23,10 @@ import (
 // before the heavy packages of a large binary (an engine, a network stack,
 // an MCP SDK) that sort after it, and a child never pays for their
 // initialization. That holds only while this package imports nothing but
-// the standard library's early packages, x/sys/unix and seccomp: path, not
-// path/filepath, and no os/signal (which sort after those packages and
-// would wait for them). TestHookRunsEarly checks it in the crucible binary.
+// the standard library's early packages, x/sys/unix, seccomp and
+// internal/stack: path, not path/filepath, and no os/signal (which sort
+// after those packages and would wait for them). TestHookRunsEarly checks
+// it in the crucible binary.
 func init() { hook() }
 
 // hook runs the jail's child side when this process is one, and then never

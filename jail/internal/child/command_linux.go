@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/cruciblehq/crucible/internal/stack"
 	"github.com/cruciblehq/crucible/seccomp"
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,7 @@ func startCommand(s *Spec) (pid, code int) {
 		// privileges are no longer init's. (Not the main thread, which
 		// initMain holds locked: Go would keep that one.)
 		runtime.LockOSThread()
+		stack.Grow(16 << 10) // what forkCommand takes, in one copy
 		pid, code := forkCommand(s)
 		done <- [2]int{pid, code}
 	}()
