@@ -22,6 +22,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,8 +62,9 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("cgroups to count the jails' cost in: %w", err))
 	}
-	defer m.close()
-	cleanup = m.close // fail exits without running deferred calls
+	defer cleanup()
+	atCleanup(m.close)
+	stopOnSignal()
 	cfg := config.Default()
 	type pools struct{ single, burst *sandbox.Pool }
 	var order []string
@@ -73,12 +75,12 @@ func main() {
 			fmt.Printf("%s: no warm pool: %v\n", l, err)
 			continue
 		}
+		atCleanup(one.Close)
 		many, err := sandbox.NewPool(cfg, l, sandbox.PoolOptions{Size: *size, InFlight: *inFlight})
 		if err != nil {
 			fail(err)
 		}
-		defer one.Close()
-		defer many.Close()
+		atCleanup(many.Close)
 		run(one, l) // a check that it works
 		order = append(order, l)
 		ps[l] = pools{one, many}
@@ -244,8 +246,42 @@ func (c cost) String() string {
 
 func round(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 
-// cleanup undoes what main set up, for fail.
-var cleanup = func() {}
+// undo is what main set up, undone by cleanup in reverse order: when main
+// returns, in fail (os.Exit runs no deferred call), and on SIGINT or
+// SIGTERM, which would otherwise leave the jails' cgroups and this
+// process's behind.
+var (
+	undoMu sync.Mutex
+	undo   []func()
+)
+
+func atCleanup(f func()) {
+	undoMu.Lock()
+	defer undoMu.Unlock()
+	undo = append(undo, f)
+}
+
+func cleanup() {
+	undoMu.Lock()
+	defer undoMu.Unlock()
+	for i := len(undo) - 1; i >= 0; i-- {
+		undo[i]()
+	}
+	undo = nil
+}
+
+// stopOnSignal ends the bench on SIGINT or SIGTERM once its pools' jails
+// are gone and its cgroups removed, with the shell's code for the signal.
+func stopOnSignal() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := (<-sigs).(syscall.Signal)
+		cleanup()
+		fmt.Fprintf(os.Stderr, "stopped by %v\n", s)
+		os.Exit(128 + int(s))
+	}()
+}
 
 func fail(err error) {
 	cleanup()
