@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cruciblehq/crucible/jail/internal/child"
 	"github.com/cruciblehq/crucible/seccomp"
 	"github.com/cruciblehq/crucible/violation"
 	"golang.org/x/sys/unix"
@@ -373,7 +374,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		}
 		childFiles = append(childFiles, stderr)
 	}
-	spec, err := json.Marshal(cs)
+	spec, err := child.EncodeSpec(cs)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ const (
 
 // The wire: the child side's types, as it reads them. (File and
 // SetupError are this package's own, portable ones; the conversions to
-// and from the child's are checked by the compiler.)
+// and from the child's are checked by the compiler, and by the tests.)
 type (
 	childSpec  = child.Spec
 	childMsg   = child.Msg
@@ -31,7 +31,7 @@ func cloneError(errno syscall.Errno, what string) *SetupError {
 func childFiles(files []File) []child.File {
 	out := make([]child.File, len(files))
 	for i, f := range files {
-		out[i] = child.File(f)
+		out[i] = child.File{Path: f.Path, Data: f.Data, Over: f.Over}
 	}
 	return out
 }

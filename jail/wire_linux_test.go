@@ -14,7 +14,6 @@ import (
 func TestWire(t *testing.T) {
 	pairs := []struct{ ours, theirs any }{
 		{SetupError{}, child.SetupError{}},
-		{File{}, child.File{}},
 	}
 	for _, p := range pairs {
 		a, b := reflect.TypeOf(p.ours), reflect.TypeOf(p.theirs)
@@ -28,6 +27,17 @@ func TestWire(t *testing.T) {
 				fa.Type.Kind() != reflect.Pointer && fa.Type.Kind() != reflect.Slice && fa.Type != fb.Type {
 				t.Errorf("%v.%s (%v %q) and %v.%s (%v %q) differ", a, fa.Name, fa.Type, fa.Tag, b, fb.Name, fb.Type, fb.Tag)
 			}
+		}
+	}
+	// A File travels as child.File, whose Data follows the spec's JSON
+	// (child.EncodeSpec): each of its fields must get there.
+	f := File{Path: FilesDir + "/a", Data: []byte("data"), Over: []string{"/etc/a"}}
+	got := childFiles([]File{f})[0]
+	ours, theirs := reflect.ValueOf(f), reflect.ValueOf(got)
+	for i := range ours.NumField() {
+		name := ours.Type().Field(i).Name
+		if v := theirs.FieldByName(name); !v.IsValid() || !reflect.DeepEqual(v.Interface(), ours.Field(i).Interface()) {
+			t.Errorf("File.%s did not reach child.File: %+v from %+v", name, got, f)
 		}
 	}
 	for _, c := range []struct {

@@ -1,7 +1,6 @@
 package child
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,15 +82,11 @@ func Fix(layer string) string {
 func readSpec() (*Spec, error) {
 	f := os.NewFile(fdSpec, "spec")
 	defer f.Close()
-	var s Spec
 	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return DecodeSpec(b)
 }
 
 // initMain is pid 1 of the jail. It builds the filesystem, starts the
@@ -353,7 +348,7 @@ func startStage(s *Spec) (pid, code int) {
 		s.ToolsFD = fdTools
 	}
 	s.Files = nil // written already; the exec stage need not read them again
-	b, err := json.Marshal(s)
+	b, err := EncodeSpec(s)
 	if err != nil {
 		return 0, fail("init", "encoding the spec: %v", err)
 	}

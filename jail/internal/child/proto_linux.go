@@ -1,10 +1,12 @@
 package child
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cruciblehq/crucible/seccomp"
 
@@ -86,7 +88,8 @@ type Spec struct {
 	// other; 0 leaves init's.
 	Slack uint64 `json:"slack,omitempty"`
 
-	Filter        []byte `json:"filter"`          // seccomp program, see EncodeFilter
+	Filter        []byte `json:"-"`               // seccomp program, see EncodeFilter; after the JSON (EncodeSpec)
+	FilterLen     int    `json:"filter_len"`      // its length there
 	LandlockMay   bool   `json:"landlock_may"`    // Landlock may be missing
 	NotifyMayFail bool   `json:"notify_may_fail"` // seccomp user notification may be missing
 }
@@ -94,8 +97,69 @@ type Spec struct {
 // File is jail.File: a file to place in the jail.
 type File struct {
 	Path string   `json:"path"`
-	Data []byte   `json:"data"`
+	Data []byte   `json:"-"`   // after the JSON (EncodeSpec)
+	Len  int      `json:"len"` // its length there
 	Over []string `json:"over,omitempty"`
+}
+
+// EncodeSpec is the spec as it travels on fdSpec: its JSON, a newline, then
+// the bytes that the JSON would otherwise carry in base64, the filter's and
+// then each file's, in order. encoding/json reads a long string slowly,
+// twice over, and in a fresh process cold: the filter and a Python
+// runner's sources were most of init's reading its spec.
+func EncodeSpec(s *Spec) ([]byte, error) {
+	c := *s
+	c.FilterLen = len(s.Filter)
+	c.Files = make([]File, len(s.Files))
+	n := len(s.Filter)
+	for i, f := range s.Files {
+		c.Files[i] = f
+		c.Files[i].Len = len(f.Data)
+		n += len(f.Data)
+	}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(slices.Grow(b, 1+n), '\n'), s.Filter...)
+	for _, f := range s.Files {
+		b = append(b, f.Data...)
+	}
+	return b, nil
+}
+
+// DecodeSpec undoes EncodeSpec. The filter and the files' data are slices
+// of b.
+func DecodeSpec(b []byte) (*Spec, error) {
+	head, rest, ok := bytes.Cut(b, []byte{'\n'}) // compact JSON holds no newline
+	if !ok {
+		return nil, errors.New("no end to the spec's JSON")
+	}
+	var s Spec
+	if err := json.Unmarshal(head, &s); err != nil {
+		return nil, err
+	}
+	take := func(n int) ([]byte, error) {
+		if n < 0 || n > len(rest) {
+			return nil, fmt.Errorf("the spec's data is %d bytes short", n-len(rest))
+		}
+		d := rest[:n:n]
+		rest = rest[n:]
+		return d, nil
+	}
+	var err error
+	if s.Filter, err = take(s.FilterLen); err != nil {
+		return nil, err
+	}
+	for i := range s.Files {
+		if s.Files[i].Data, err = take(s.Files[i].Len); err != nil {
+			return nil, err
+		}
+	}
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("%d bytes after the spec's data", len(rest))
+	}
+	return &s, nil
 }
 
 // Msg travels from the children to the supervisor.
