@@ -59,6 +59,20 @@ type Warm struct {
 	// the jails that can start it at once. Without it, a jail counts as
 	// ready as soon as it is started.
 	SaysReady bool
+	// Compile, if not nil, is work a worker would do the same way every
+	// time, done once for all of them: a pool runs its Program once, in a
+	// jail of its own that runs nothing else, before its first worker, and
+	// adds to every worker's files what its Files makes of that program's
+	// standard output. Should either fail, the workers do that work
+	// themselves, as a cold program's always does.
+	Compile *Compile
+}
+
+// Compile is a Warm's work done once for all its workers: for Python, the
+// runner's bytecode, compiled by the operator's interpreter.
+type Compile struct {
+	Program func(s Settings) *Program
+	Files   func(stdout []byte) (map[string][]byte, error)
 }
 
 // ReadyMark is what a worker that SaysReady writes first on fd 3: a

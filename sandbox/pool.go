@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -124,7 +125,11 @@ func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) 
 		o.InFlight = max(o.Size, 1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{cfg: cfg, lang: l, prog: l.Warm.Program(settings(cfg)),
+	prog := l.Warm.Program(settings(cfg))
+	if c := l.Warm.Compile; c != nil {
+		prog = compiled(ctx, cfg, c, prog)
+	}
+	p := &Pool{cfg: cfg, lang: l, prog: prog,
 		o: o, ctx: ctx, cancel: cancel, slots: make(chan struct{}, o.InFlight)}
 	p.refill()
 	if o.Idle > 0 {
@@ -132,6 +137,29 @@ func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) 
 		go p.expire()
 	}
 	return p, nil
+}
+
+// compiled is prog with the files that c makes: its program runs once, in
+// a jail of its own, with no workspace, network or tools, on nothing but
+// what the language gave it. It is prog itself should that fail: its
+// workers then do that work themselves.
+func compiled(ctx context.Context, cfg *config.Config, c *lang.Compile, prog *lang.Program) *lang.Program {
+	spec := programSpec(&cfg.Sandbox, c.Program(settings(cfg)))
+	spec.Workspace = ""
+	var out bytes.Buffer
+	spec.Stdout = &out
+	res, err := jail.Run(ctx, spec)
+	if err != nil || res.ExitCode != 0 || res.Truncated {
+		return prog
+	}
+	files, err := c.Files(out.Bytes())
+	if err != nil || len(files) == 0 {
+		return prog
+	}
+	with := *prog
+	with.Files = maps.Clone(prog.Files)
+	maps.Copy(with.Files, files)
+	return &with
 }
 
 // Job is one program for a pool's jail.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang"
 	"golang.org/x/sys/unix"
 )
 
@@ -119,6 +121,44 @@ crucible.result = r
 		}
 		if want := fmt.Sprintf(`["Echo: %d", "limit"]`, i); string(x.Result) != want || len(x.Violations) != 1 {
 			t.Errorf("execution %d: %s, want %s; %+v", i, x.Result, want, x)
+		}
+	}
+}
+
+// A pool's Python workers find the runner's bytecode ready, compiled once
+// in a jail of the pool's own by the interpreter that runs them; should
+// that compile fail, or its output not be taken, the pool's workers run
+// without it.
+func TestPoolPythonCompiled(t *testing.T) {
+	p := pyPool(t, nil, PoolOptions{Size: 1})
+	src := "import crucible, crucible_runner, os\ncrucible.result = [os.path.exists(m.__cached__) for m in (crucible, crucible_runner)]\n"
+	x, err := p.Run(context.Background(), []byte(src), "-")
+	if err != nil || x.ExitCode != 0 || string(x.Result) != "[true, true]" {
+		t.Fatalf("the runner's bytecode in a worker's jail: %v %+v", err, x)
+	}
+
+	cfg := config.Default()
+	l, err := lookup("py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := l.Warm.Program(settings(cfg))
+	if got := compiled(context.Background(), cfg, l.Warm.Compile, prog); len(got.Files) != len(prog.Files)+2 {
+		t.Errorf("compiled: %d files, want the worker's %d and 2", len(got.Files), len(prog.Files))
+	}
+	fails := &lang.Compile{
+		Program: func(s lang.Settings) *lang.Program {
+			return &lang.Program{Lang: lang.Python, Args: []string{s.Python, "-I", "-c", "raise SystemExit(3)"}}
+		},
+		Files: l.Warm.Compile.Files,
+	}
+	refused := &lang.Compile{
+		Program: l.Warm.Compile.Program,
+		Files:   func([]byte) (map[string][]byte, error) { return nil, errors.New("refused") },
+	}
+	for name, c := range map[string]*lang.Compile{"a failing compile": fails, "an output refused": refused} {
+		if got := compiled(context.Background(), cfg, c, prog); got != prog {
+			t.Errorf("%s: the workers' program changed", name)
 		}
 	}
 }

@@ -6,7 +6,11 @@ package python
 
 import (
 	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -17,13 +21,16 @@ import (
 const (
 	dir    = lang.Dir + "/python"
 	Main   = dir + "/main.py" // the program
-	runner = dir + "/run.py"
+	runner = dir + "/run.py"  // the runner's entry
+	body   = dir + "/lib/crucible_runner.py"
 	module = dir + "/lib/crucible.py"
 )
 
 var (
 	//go:embed run.py
 	runnerSource []byte
+	//go:embed runner.py
+	bodySource []byte
 	//go:embed crucible.py
 	moduleSource []byte
 )
@@ -50,14 +57,93 @@ func runnerProgram(python string, args ...string) *lang.Program {
 		Lang: lang.Python,
 		// -u: unbuffered, so output interleaves as written; -B: the jail's
 		// root is read-only, no .pyc to write; -S: site runs once the
-		// program needs it (run.py's Site).
+		// program needs it (runner.py's Site).
 		Args:  append([]string{python, "-I", "-S", "-B", "-u", runner}, args...),
-		Files: map[string][]byte{runner: runnerSource, module: moduleSource},
+		Files: map[string][]byte{runner: runnerSource, body: bodySource, module: moduleSource},
 	}
 	if !underUsr(python) {
 		p.ReadOnly = []string{python}
 	}
 	return p
+}
+
+// compiled are the modules whose bytecode CompileProgram makes: those that
+// every worker imports.
+var compiled = []string{body, module}
+
+// compileScript writes the interpreter's cache tag (cpython-311), or an
+// empty line for an interpreter that caches no bytecode, then a line for
+// each module its arguments name: its path and its bytecode, in base64,
+// as the interpreter would cache it (py_compile's, in memory). The
+// bytecode is checked against the source by hash (PEP 552: flags 3), not
+// by time: a jail's files are new each time.
+const compileScript = `import base64, importlib.util, marshal, sys
+tag = sys.implementation.cache_tag
+print(tag or "")
+for src in sys.argv[1:] if tag else []:
+    with open(src, "rb") as f:
+        source = f.read()
+    code = compile(source, src, "exec", dont_inherit=True)
+    pyc = importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(source) + marshal.dumps(code)
+    print(src, base64.b64encode(pyc).decode())
+`
+
+// CompileProgram compiles the runner's modules with the interpreter at
+// python, which runs them: a pool runs it once, in a jail of its own, and
+// gives its workers what Compiled makes of its output.
+func CompileProgram(python string) *lang.Program {
+	p := runnerProgram(python)
+	p.Args = append([]string{python, "-I", "-S", "-B", "-c", compileScript}, compiled...)
+	return p
+}
+
+// maxBytecode bounds one module's bytecode: several times the runner's.
+const maxBytecode = 1 << 20
+
+// cacheTag says whether an interpreter's sys.implementation.cache_tag is
+// one whose bytecode may be used: a short part of a file name, of letters,
+// digits, '-' and '_'.
+func cacheTag(tag string) bool {
+	ok := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+	}
+	return len(tag) <= 32 && tag != "" && !strings.ContainsFunc(tag, func(r rune) bool { return !ok(r) })
+}
+
+// Compiled makes CompileProgram's output into the files where the
+// interpreter looks for the runner's bytecode, beside each module in
+// __pycache__; an interpreter that caches none makes none.
+func Compiled(out []byte) (map[string][]byte, error) {
+	tag, rest, _ := strings.Cut(string(out), "\n")
+	if tag == "" {
+		return nil, nil
+	}
+	if !cacheTag(tag) {
+		return nil, fmt.Errorf("python: a cache tag %.40q", tag)
+	}
+	files := map[string][]byte{}
+	for _, line := range strings.Split(strings.TrimSuffix(rest, "\n"), "\n") {
+		src, b64, _ := strings.Cut(line, " ")
+		if !slices.Contains(compiled, src) || files[cached(src, tag)] != nil {
+			return nil, fmt.Errorf("python: bytecode for %.60q", src)
+		}
+		pyc, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(pyc) == 0 || len(pyc) > maxBytecode {
+			return nil, fmt.Errorf("python: the bytecode of %s is not base64, or too large", path.Base(src))
+		}
+		files[cached(src, tag)] = pyc
+	}
+	if len(files) != len(compiled) {
+		return nil, fmt.Errorf("python: bytecode for %d modules of %d", len(files), len(compiled))
+	}
+	return files, nil
+}
+
+// cached is where the interpreter of tag looks for the bytecode of the
+// module at src (importlib.util.cache_from_source).
+func cached(src, tag string) string {
+	d, f := path.Split(src)
+	return d + "__pycache__/" + strings.TrimSuffix(f, ".py") + "." + tag + ".pyc"
 }
 
 // Input is what a warm runner reads on stdin for src, named like file as

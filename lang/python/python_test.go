@@ -3,9 +3,11 @@ package python
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,7 +115,7 @@ func TestTracebackNames(t *testing.T) {
 		if w := tc.want[len(tc.want)-1]; !strings.Contains(out.Error.Stack, w) {
 			t.Errorf("%q: no %q in the stack:\n%s", tc.src, w, out.Error.Stack)
 		}
-		if strings.Contains(out.Error.Stack, "run.py") || strings.Contains(out.Error.Stack, "runpy") {
+		if strings.Contains(out.Error.Stack, "run.py") || strings.Contains(out.Error.Stack, "runpy") || strings.Contains(out.Error.Stack, "crucible_runner") {
 			t.Errorf("%q: the runner shows in the stack:\n%s", tc.src, out.Error.Stack)
 		}
 	}
@@ -179,7 +181,7 @@ func TestWarm(t *testing.T) {
 func TestResultJSON(t *testing.T) {
 	python := testenv.NeedTool(t, "python3")
 	dir := t.TempDir()
-	for path, data := range map[string][]byte{"run.py": runnerSource, "lib/crucible.py": moduleSource} {
+	for path, data := range map[string][]byte{"lib/crucible_runner.py": bodySource, "lib/crucible.py": moduleSource} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -190,8 +192,8 @@ func TestResultJSON(t *testing.T) {
 	// Each value's encoding by the runner, or None where it is not plain,
 	// against the json module's, or the error it raises.
 	check := `import json, sys
-sys.path.insert(0, sys.argv[1])
-import run
+sys.path.insert(0, sys.argv[1] + "/lib")
+import crucible_runner as run
 plain, other = [
     None, True, False, 0, -7, 2**100, 1.5, -0.0, 1e300, 1/3, 5e-324,
     "", "plain", "\"\\/\b\f\n\r\t\x00\x1f\x7f ~", [], (), {}, [1, [2, [3, []]], (4, 5)],
@@ -364,6 +366,104 @@ func TestSiteWhenNeeded(t *testing.T) {
 			if code != c.code || string(out.Result) != c.want || out.Error != nil {
 				t.Errorf("warm %v, %q: exit %d, %s %+v; want exit %d, %s\n%s", warm, c.src, code, out.Result, out.Error, c.code, c.want, stderr)
 			}
+		}
+	}
+}
+
+// The runner's modules load from the bytecode that CompileProgram makes
+// with the interpreter that runs them, checked against their source (a
+// source changed since loads from itself), and Compiled takes nothing
+// but that bytecode.
+func TestCompiled(t *testing.T) {
+	python := testenv.NeedTool(t, "python3")
+	root := t.TempDir()
+	p := CompileProgram(python)
+	for path, data := range p.Files {
+		f := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := slices.Clone(p.Args)
+	for i, a := range args {
+		if strings.HasPrefix(a, dir+"/") {
+			args[i] = root + a
+		}
+	}
+	out, err := exec.Command(args[0], args[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	files, err := Compiled(bytes.ReplaceAll(out, []byte(root), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _, _ := strings.Cut(string(out), "\n")
+	want := []string{cached(module, tag), cached(body, tag)} // sorted
+	if got := slices.Sorted(maps.Keys(files)); !slices.Equal(got, want) {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+	if err := os.Mkdir(root+dir+"/lib/__pycache__", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range files {
+		if err := os.WriteFile(root+path, data, 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The bytecode each module's code came from, as -v says it (a module
+	// compiled from its source says so without quotes).
+	from := func() string {
+		t.Helper()
+		imp := fmt.Sprintf("import sys; sys.path.insert(0, %q); import crucible_runner", root+dir+"/lib")
+		var errb bytes.Buffer
+		cmd := exec.Command(python, "-I", "-S", "-B", "-v", "-c", imp)
+		cmd.Stderr = &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v\n%s", err, errb.String())
+		}
+		var lines []string
+		for _, l := range strings.Split(errb.String(), "\n") {
+			if strings.HasPrefix(l, "# code object from '") && strings.Contains(l, root) {
+				lines = append(lines, strings.ReplaceAll(l, root, ""))
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	if got, want := from(), fmt.Sprintf("# code object from '%s'\n# code object from '%s'", want[1], want[0]); got != want {
+		t.Errorf("the runner's modules loaded from:\n%s\nwant\n%s", got, want)
+	}
+	if err := os.WriteFile(root+body, append(slices.Clone(bodySource), "# changed\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := from(), fmt.Sprintf("# code object from '%s'", want[0]); got != want {
+		t.Errorf("with the runner's source changed, its modules loaded from:\n%s\nwant\n%s", got, want)
+	}
+
+	// Nothing but each module's bytecode, where the interpreter looks for it.
+	line := func(src string) string { return src + " " + base64.StdEncoding.EncodeToString([]byte("pyc")) + "\n" }
+	both := line(body) + line(module)
+	if files, err := Compiled([]byte("\n")); err != nil || files != nil {
+		t.Errorf("no cache tag: %v %v, want none and no error", files, err)
+	}
+	if files, err := Compiled([]byte("cpython-399\n" + both)); err != nil || len(files) != 2 || string(files[dir+"/lib/__pycache__/crucible.cpython-399.pyc"]) != "pyc" {
+		t.Errorf("a good output: %v %v", files, err)
+	}
+	for name, bad := range map[string]string{
+		"a tag with a slash":      "../x\n" + both,
+		"a tag with a dot":        "cpython.311\n" + both,
+		"a module of the program": "cpython-311\n" + both + line(Main),
+		"a module twice":          "cpython-311\n" + both + line(body),
+		"a module missing":        "cpython-311\n" + line(body),
+		"not base64":              "cpython-311\n" + line(body) + module + " @@@\n",
+		"empty bytecode":          "cpython-311\n" + line(body) + module + " \n",
+		"a path outside":          "cpython-311\n" + both + "/etc/passwd eA==\n",
+	} {
+		if files, err := Compiled([]byte(bad)); err == nil {
+			t.Errorf("%s: taken: %v", name, files)
 		}
 	}
 }

@@ -31,7 +31,11 @@ func init() {
 			Input: func(src []byte, file string) ([]byte, error) {
 				return Input(src, file), nil
 			},
-			SaysReady: true, // run.py's job()
+			SaysReady: true, // runner.py's job()
+			Compile: &lang.Compile{
+				Program: func(s lang.Settings) *lang.Program { return CompileProgram(s.Python) },
+				Files:   Compiled,
+			},
 		},
 	})
 }
