@@ -136,6 +136,27 @@ func TestPoolPythonCompiled(t *testing.T) {
 	if err != nil || x.ExitCode != 0 || string(x.Result) != "[true, true]" {
 		t.Fatalf("the runner's bytecode in a worker's jail: %v %+v", err, x)
 	}
+	// A program cannot replace the bytecode, for itself or for those after
+	// it: the jail's root is read-only, and the next jail a new one.
+	attack := `import crucible, crucible_runner, os
+out = []
+for path in (crucible_runner.__cached__, os.path.dirname(crucible_runner.__cached__) + "/x.pyc"):
+    try:
+        with open(path, "wb") as f:
+            f.write(b"not bytecode")
+        out.append("written")
+    except OSError as e:
+        out.append(e.__class__.__name__)
+crucible.result = out
+`
+	x, err = p.Run(context.Background(), []byte(attack), "-")
+	if err != nil || x.ExitCode != 0 || strings.Contains(string(x.Result), "written") || !strings.Contains(string(x.Result), "Error") {
+		t.Fatalf("a program writing the runner's bytecode: %v %+v", err, x)
+	}
+	x, err = p.Run(context.Background(), []byte(src), "-")
+	if err != nil || x.ExitCode != 0 || string(x.Result) != "[true, true]" {
+		t.Fatalf("the execution after that: %v %+v", err, x)
+	}
 
 	cfg := config.Default()
 	l, err := lookup("py")
