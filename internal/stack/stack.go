@@ -11,12 +11,14 @@
 //
 // This package's init does it for the main goroutine of every process of
 // a binary that links it, which runs every package's init and, in the
-// jail's processes, all their work: it has no imports, so Go initializes
-// it among the first packages (in import-path order among those ready),
-// before any deep init. The pages of the larger stack are touched only as
-// the stack fills; a stack shrinks again only in a garbage collection,
-// which those processes make few of or none.
+// jail's processes, all their work: it imports only runtime, so Go
+// initializes it among the first packages (in import-path order among
+// those ready), before any deep init. The pages of the larger stack are
+// touched only as the stack fills; a stack shrinks again only in a garbage
+// collection, which those processes make few of or none.
 package stack
+
+import "runtime"
 
 // Main is the size this package's init grows the main goroutine's stack
 // to: what the engine's worker reaches by the end of a small program.
@@ -24,60 +26,33 @@ const Main = 128 << 10
 
 func init() { Grow(Main) }
 
-// sink keeps the frames' arrays from being optimized away; nothing ever
-// writes it.
-var sink byte
-
 // Grow makes the calling goroutine's stack at least about n bytes: 16, 32,
 // 64 or 128 KiB, whichever is the smallest at least n. A stack of that size
 // or more is left as it is.
 func Grow(n int) {
 	switch {
 	case n <= 16<<10:
-		frame16K(false)
+		frame[[12 << 10]byte](false)
 	case n <= 32<<10:
-		frame32K(false)
+		frame[[26 << 10]byte](false)
 	case n <= 64<<10:
-		frame64K(false)
+		frame[[56 << 10]byte](false)
 	default:
-		frame128K(false)
+		frame[[120 << 10]byte](false)
 	}
 }
 
-// Each frame function's frame is a little less than its size, so that the
-// runtime, which doubles a stack until the frame fits below what is in
-// use, lands on that size. Its array is declared only where it is never
-// used (never is false), so nothing writes to it: the frame is reserved
-// and none of its pages touched.
-
+// frame's frame holds an F, a little less than the size Grow wants, so that
+// the runtime, which doubles a stack until the frame fits below what is in
+// use, lands on that size (each F is a shape of its own: Go compiles frame
+// for each, with a frame of that size). The F is declared only where it is
+// never used (never is false), so nothing writes to it: the frame is
+// reserved and none of its pages touched.
+//
 //go:noinline
-func frame16K(never bool) {
+func frame[F any](never bool) {
 	if never {
-		var b [12 << 10]byte
-		sink = b[sink]
-	}
-}
-
-//go:noinline
-func frame32K(never bool) {
-	if never {
-		var b [26 << 10]byte
-		sink = b[sink]
-	}
-}
-
-//go:noinline
-func frame64K(never bool) {
-	if never {
-		var b [56 << 10]byte
-		sink = b[sink]
-	}
-}
-
-//go:noinline
-func frame128K(never bool) {
-	if never {
-		var b [120 << 10]byte
-		sink = b[sink]
+		var b F
+		runtime.KeepAlive(&b) // or the compiler drops b, and the frame with it
 	}
 }

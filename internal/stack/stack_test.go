@@ -40,7 +40,7 @@ func run(c string) int {
 // deep lowers the stack's limit below 64 KiB and calls what needs 64.
 func deep() {
 	debug.SetMaxStack(48 << 10)
-	frame64K(false)
+	frame[[56 << 10]byte](false)
 }
 
 func runCase(t *testing.T, c string) (string, error) {

@@ -21,13 +21,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runHere runs p with the host's python3 outside any jail, with stdin: its
-// files go under a temporary directory instead of /crucible/python. With
-// tools, that is its tools channel (fd 4, as the sandbox gives it).
-func runHere(t *testing.T, p *lang.Program, stdin []byte, tools ...*os.File) (code int, stderr string, out *lang.Outcome) {
+// writeFiles puts files, by their paths in the jail, under root.
+func writeFiles(t *testing.T, root string, files map[string][]byte) {
 	t.Helper()
-	root := t.TempDir()
-	for path, data := range p.Files {
+	for path, data := range files {
 		f := filepath.Join(root, path)
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)
@@ -36,6 +33,15 @@ func runHere(t *testing.T, p *lang.Program, stdin []byte, tools ...*os.File) (co
 			t.Fatal(err)
 		}
 	}
+}
+
+// runHere runs p with the host's python3 outside any jail, with stdin: its
+// files go under a temporary directory instead of /crucible/python. With
+// tools, that is its tools channel (fd 4, as the sandbox gives it).
+func runHere(t *testing.T, p *lang.Program, stdin []byte, tools ...*os.File) (code int, stderr string, out *lang.Outcome) {
+	t.Helper()
+	root := t.TempDir()
+	writeFiles(t, root, p.Files)
 	args := append([]string(nil), p.Args...)
 	for i, a := range args {
 		if a == runner {
@@ -378,15 +384,7 @@ func TestCompiled(t *testing.T) {
 	python := testenv.NeedTool(t, "python3")
 	root := t.TempDir()
 	p := CompileProgram(python)
-	for path, data := range p.Files {
-		f := filepath.Join(root, path)
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, p.Files)
 	args := slices.Clone(p.Args)
 	for i, a := range args {
 		if strings.HasPrefix(a, dir+"/") {
@@ -406,14 +404,7 @@ func TestCompiled(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(files)); !slices.Equal(got, want) {
 		t.Fatalf("files %q, want %q", got, want)
 	}
-	if err := os.Mkdir(root+dir+"/lib/__pycache__", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for path, data := range files {
-		if err := os.WriteFile(root+path, data, 0o444); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, files)
 	// The bytecode each module's code came from, as -v says it (a module
 	// compiled from its source says so without quotes).
 	from := func() string {
