@@ -25,7 +25,7 @@ const (
 // File descriptors the children inherit.
 const (
 	fdCtrl = 3 // SOCK_SEQPACKET to the supervisor: Msg, and the seccomp listener
-	fdSpec = 4 // pipe carrying the JSON Spec, read to EOF
+	fdSpec = 4 // pipe carrying the Spec (EncodeSpec), read to EOF
 	// The exec stage only: the result pipe, which becomes the command's fd 3.
 	fdResult = 5
 	// The exec stage only: the tools socket, which becomes the command's fd 4.
@@ -49,9 +49,9 @@ const (
 	LayerUserns        = "userns"
 )
 
-// Spec is everything the child side needs, sent as JSON: the child's
-// reading of the supervisor's spec in package jail, field for field (its
-// tests compare the two).
+// Spec is everything the child side needs, sent as EncodeSpec writes it:
+// the child's reading of the supervisor's spec in package jail, field for
+// field (its tests compare the two).
 type Spec struct {
 	Args []string `json:"args"`
 	Env  []string `json:"env"`
@@ -141,7 +141,7 @@ func DecodeSpec(b []byte) (*Spec, error) {
 	}
 	take := func(n int) ([]byte, error) {
 		if n < 0 || n > len(rest) {
-			return nil, fmt.Errorf("the spec's data is %d bytes short", n-len(rest))
+			return nil, fmt.Errorf("the spec names %d bytes of data where %d are left", n, len(rest))
 		}
 		d := rest[:n:n]
 		rest = rest[n:]
