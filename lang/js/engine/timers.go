@@ -50,9 +50,9 @@ func (t *timers) next() (time.Duration, bool) {
 	return 0, false
 }
 
-// pop takes the next live timer, if it was due by now.
-func (t *timers) pop(now time.Time) (int, bool) {
-	if _, ok := t.next(); !ok || t.q[0].due.After(now) {
+// pop takes the next live timer, if it was due by now and set by seq.
+func (t *timers) pop(now time.Time, seq int) (int, bool) {
+	if _, ok := t.next(); !ok || t.q[0].due.After(now) || t.q[0].seq > seq {
 		return 0, false
 	}
 	id := heap.Pop(&t.q).(timer).id
@@ -61,11 +61,12 @@ func (t *timers) pop(now time.Time) (int, bool) {
 }
 
 // fireTimer runs every timer now due, each followed by its microtasks. The
-// timers those set wait for the next turn, after the tasks waiting now.
+// timers those set wait for the next turn, after the tasks waiting now (by
+// seq, not only by time: the clock may not have moved since now).
 func (r *Runtime) fireTimer() error {
-	now := time.Now()
+	now, seq := time.Now(), r.timers.seq
 	for {
-		id, ok := r.timers.pop(now)
+		id, ok := r.timers.pop(now, seq)
 		if !ok {
 			return nil
 		}

@@ -3,11 +3,6 @@ const order = [];
 const done = new Promise((resolve) => {
   order.push("sync 1");
   setTimeout(() => order.push("timeout 0 (a)"), 0);
-  setTimeout(() => {
-    order.push("timeout 40");
-    resolve();
-  }, 40);
-  setTimeout(() => order.push("timeout 20"), 20);
   setTimeout(() => order.push("timeout 0 (b)"), 0);
   queueMicrotask(() => order.push("microtask 1"));
   Promise.resolve().then(() => {
@@ -18,7 +13,14 @@ const done = new Promise((resolve) => {
   setTimeout(() => {
     order.push("timeout 0 (c)");
     Promise.resolve().then(() => order.push("then inside timeout"));
+    // A later timer of a smaller delay fires first, by a second's margin:
+    // how two timers set a moment apart race is a matter of time.
+    setTimeout(() => {
+      order.push("timeout 2000");
+      resolve();
+    }, 2000);
     setTimeout(() => order.push("nested timeout 0"), 0);
+    setTimeout(() => order.push("timeout 20"), 20);
   }, 0);
   order.push("sync 2");
 });
