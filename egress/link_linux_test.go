@@ -43,8 +43,9 @@ func newNetns(t testing.TB) (*os.File, int) {
 	})
 	own := readNs(t, "/proc/self/ns/net")
 	path := fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
-	for range 100 {
-		// Until unshare has run, the child shares our namespace.
+	// Until unshare has run, the child shares our namespace. Making one can
+	// wait long on a loaded host that tears others down meanwhile.
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); {
 		if id, err := os.Readlink(path); err == nil && id != own {
 			f, err := os.Open(path)
 			if err != nil {

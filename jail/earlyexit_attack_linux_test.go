@@ -157,11 +157,15 @@ if pid == 0:
     os._exit(0)
 `
 	for _, wait := range []bool{true, false} {
+		// Without the wait they sleep 5 s, not 1: the kill must come
+		// before they write, and on a slow machine it may take a second.
 		shWait, pyWait := "exit 0", "os._exit(0)"
+		shCmd, pyCmd := strings.ReplaceAll(sh, "sleep 1", "sleep 5"), strings.ReplaceAll(py, "time.sleep(1)", "time.sleep(5)")
 		if wait {
 			shWait, pyWait = "wait; exit 0", "t.join(); os.waitpid(pid, 0); os._exit(0)"
+			shCmd, pyCmd = sh, py
 		}
-		for _, a := range attacks(t, sh+shWait, py+pyWait) {
+		for _, a := range attacks(t, shCmd+shWait, pyCmd+pyWait) {
 			names := []string{"child", "grandchild"}
 			if a.name == "python" {
 				names = append(names, "thread")
@@ -187,8 +191,8 @@ if pid == 0:
 						t.Errorf("%s: Ended after %s, before the processes' 1 s sleep", a.name, atEnded.Sub(start))
 					}
 				} else {
-					// Had any survived, it would write a second after the start.
-					time.Sleep(time.Until(start.Add(3 * time.Second)))
+					// Had any survived, it would write 5 s after the start.
+					time.Sleep(time.Until(start.Add(7 * time.Second)))
 					if got := workspaceFiles(ws); len(files) != 0 || len(got) != 0 || r.out != "" {
 						t.Errorf("%s: files %q at Ended, %q later, output %q; want none: the processes die with the command", a.name, files, got, r.out)
 					}

@@ -18,7 +18,7 @@ func TestLimitsHitFromCgroupEvents(t *testing.T) {
 		name, script, want string
 	}{
 		{"memory", `a=xxxxxxxx; while :; do a=$a$a; done`, "memory"},
-		{"pids", `for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33; do sleep 2 & done; wait`, "pids"},
+		{"pids", `for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33; do sleep 60 & done`, "pids"},
 		{"none", `exit 0`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

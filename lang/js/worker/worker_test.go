@@ -91,7 +91,7 @@ func TestWorkerTimeout(t *testing.T) {
 // a job sent long after the worker's birth still has its whole time.
 func TestWarmTimeoutStartsWithJob(t *testing.T) {
 	job, _ := json.Marshal(js.NewJob([]byte("return 'ok'"), "main.ts", true))
-	code, _, stderr, out := worker(t, job, 4*time.Second, "-warm", "-timeout=2s")
+	code, _, stderr, out := worker(t, job, 6*time.Second, "-warm", "-timeout=5s")
 	if code != 0 || out.Error != nil || string(out.Result) != `"ok"` {
 		t.Errorf("exit %d, outcome %s %+v, stderr %q", code, out.Result, out.Error, stderr)
 	}
