@@ -308,6 +308,10 @@ for (let i = 0; ; i++) {
 }`
 	byWorker := 0
 	for i := range 4 {
+		// A jail still starting when the job comes has the jail's clock
+		// running before the worker's (see stopBefore) by as long as its
+		// engine takes to start; a ready one only by the job's reading.
+		awaitReady(t, p, 1)
 		x := runPool(t, p, src)
 		if x.ExitCode != jail.ExitTimeout || !slices.Contains(x.LimitsHit, "timeout") {
 			t.Errorf("run %d: exit %d, limits %q; want %d and timeout", i, x.ExitCode, x.LimitsHit, jail.ExitTimeout)
