@@ -83,10 +83,18 @@ func TestServeApproval(t *testing.T) {
 	mcpNode(t)
 	dir := t.TempDir()
 	trail := filepath.Join(dir, "audit.ndjson")
-	cfg, _ := everythingConfig(t, "    rules: [{tools: [echo], approve: true, reason: echoes need a human}]\n"+
-		"    approval_timeout: 2s\ntools:\n  max_calls: 6\naudit:\n  file: "+trail+"\n")
+	// The answers that are to arrive in time get all the time a loaded
+	// machine may need to carry them (serve to node over stdio and back);
+	// the one that is to come too late is asked under a short timeout, in
+	// an execution of its own, below.
+	config := func(timeout string) string {
+		cfg, _ := everythingConfig(t, "    rules: [{tools: [echo], approve: true, reason: echoes need a human}]\n"+
+			"    approval_timeout: "+timeout+"\ntools:\n  max_calls: 6\naudit:\n  file: "+trail+"\n")
+		return cfg
+	}
+	cfg := config("5m")
 	each := `const out = [];
-for (const m of ["one", "two", "three", "four"]) {
+for (const m of ["one", "two", "three"]) {
   try { out.push(await tools.ev.echo({ message: m })); } catch (e) { out.push("refused: " + e.message); }
 }
 return out;`
@@ -95,28 +103,44 @@ for (let i = 0; i < 100; i++) {
   try { await tools.ev.echo({ message: "again" }); } catch (e) { n++; if (e.message.includes("tool calls")) return [i, e.message]; }
 }
 return n;`
-	steps := approvalClient(t, cfg, "--answers", "accept,decline,cancel,hang,decline", "--code", each, "--code", loop)
+	const refused = "tool echo needs a human's approval (rule 0 of this server: echoes need a human), and was refused"
+	steps := approvalClient(t, cfg, "--answers", "accept,decline,cancel,decline", "--code", each, "--code", loop)
 	if len(steps) != 2 {
 		t.Fatalf("%d executes ran, want 2: %+v", len(steps), steps)
 	}
 	var got []string
-	if err := json.Unmarshal(steps[0].Result.StructuredContent.Result, &got); err != nil || len(got) != 4 {
+	if err := json.Unmarshal(steps[0].Result.StructuredContent.Result, &got); err != nil || len(got) != 3 {
 		t.Fatalf("the first program's result: %s", steps[0].Result.StructuredContent.Result)
 	}
-	for i, want := range []string{"Echo: one", "the human declined it", "the human dismissed the request", "no answer came within 2s (servers.ev.approval_timeout)"} {
-		if !strings.Contains(got[i], want) || (i > 0 && !strings.Contains(got[i], "tool echo needs a human's approval (rule 0 of this server: echoes need a human), and was refused")) {
+	for i, want := range []string{"Echo: one", "the human declined it", "the human dismissed the request"} {
+		if !strings.Contains(got[i], want) || (i > 0 && !strings.Contains(got[i], refused)) {
 			t.Errorf("call %d: %q, want %q", i, got[i], want)
 		}
 	}
-	if n := steps[0].approvals(); n != 3 {
-		t.Errorf("%d approval violations, want 3", n)
+	if n := steps[0].approvals(); n != 2 {
+		t.Errorf("%d approval violations, want 2", n)
 	}
-	if len(steps[0].Shown) != 4 || !strings.Contains(steps[0].Shown[0], `the tool echo of the server ev`) || !strings.Contains(steps[0].Shown[0], `{"message":"one"}`) {
+	if len(steps[0].Shown) != 3 || !strings.Contains(steps[0].Shown[0], `the tool echo of the server ev`) || !strings.Contains(steps[0].Shown[0], `{"message":"one"}`) {
 		t.Errorf("the human was shown %q", steps[0].Shown)
 	}
 	// max_calls is 6: six questions, in turn, then the limit.
 	if r := string(steps[1].Result.StructuredContent.Result); !strings.Contains(r, `[6,"this execution has made its 6 tool calls`) || len(steps[1].Shown) != 6 {
 		t.Errorf("the loop: %s, after %d questions", r, len(steps[1].Shown))
+	}
+
+	// No answer in time: refused when the approval_timeout is up.
+	steps = approvalClient(t, config("2s"), "--answers", "hang", "--code",
+		`try { return await tools.ev.echo({ message: "four" }); } catch (e) { return "refused: " + e.message; }`)
+	if len(steps) != 1 {
+		t.Fatalf("%d executes ran, want 1: %+v", len(steps), steps)
+	}
+	var hung string
+	if err := json.Unmarshal(steps[0].Result.StructuredContent.Result, &hung); err != nil ||
+		!strings.Contains(hung, "no answer came within 2s (servers.ev.approval_timeout)") || !strings.Contains(hung, refused) {
+		t.Errorf("no answer in time: %s", steps[0].Result.StructuredContent.Result)
+	}
+	if n := steps[0].approvals(); n != 1 || len(steps[0].Shown) != 1 || !strings.Contains(steps[0].Shown[0], `{"message":"four"}`) {
+		t.Errorf("no answer in time: %d approval violations, the human was shown %q", n, steps[0].Shown)
 	}
 
 	// The audit trail: each answer, for the stdio client, by the
@@ -136,7 +160,7 @@ return n;`
 		}
 		answers = append(answers, ev["answer"].(string))
 	}
-	if want := "accept decline cancel timeout decline decline decline decline decline decline"; strings.Join(answers, " ") != want {
+	if want := "accept decline cancel decline decline decline decline decline decline timeout"; strings.Join(answers, " ") != want {
 		t.Errorf("the audit trail's answers: %q, want %q", answers, want)
 	}
 

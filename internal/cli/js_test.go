@@ -56,10 +56,14 @@ export default [fs.readTextFile("/tmp/x"), etc];
 func TestRunJSLimits(t *testing.T) {
 	requireRoot(t)
 	// The worker stops the program a second before the timeout, to say
-	// so; the jail's kill still ends it, as for any command.
+	// so; the jail's kill still ends it, as for any command. The worker's
+	// clock starts only once it runs, and a loaded machine may take more
+	// than that second to start it: then the jail's kill comes first and
+	// there is no TimeoutError. Either ending is right; the timeout is
+	// reported and the output kept whichever it was.
 	r := runJSON(t, "console.log('start');\nfor (;;) {}\n", "--timeout", "5s", "-")
 	if r.ExitCode != 124 || !hasLimit(r, "timeout") || r.Stdout != "start\n" || r.Result != nil ||
-		r.Error == nil || r.Error.Name != "TimeoutError" {
+		r.Error != nil && r.Error.Name != "TimeoutError" {
 		t.Errorf("busy loop: %s", dump(r))
 	}
 	// The other runs are not about time; under the race detector on a slow

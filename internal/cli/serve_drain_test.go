@@ -7,12 +7,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
 // bearerRT adds serveToken to each request.
@@ -42,11 +45,29 @@ func opsGet(t *testing.T, url, path string) (int, string) {
 // its result, and then serve exits 0.
 func TestServeDrain(t *testing.T) {
 	requireRoot(t)
+	// The running execution waits for the test to let it end, by a file in
+	// a directory the jail sees read-only: it must still be running when
+	// the drain begins and a new execution is refused, however slow the
+	// machine. (Python: the embedded engine's fs sees only /workspace and
+	// /tmp.) The timeouts are far past anything the test waits for.
+	release := testenv.PublicDir(t)
 	cfg := filepath.Join(t.TempDir(), "crucible.yaml")
-	if err := os.WriteFile(cfg, []byte("serve:\n  drain_timeout: 60s\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("serve:\n  drain_timeout: 5m\nsandbox:\n  timeout: 5m\n  ro: ["+release+"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	let := func() {
+		if err := os.WriteFile(filepath.Join(release, "go"), nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 	p := startHTTPServe(t, crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfg), crucibleEnv("CRUCIBLE_TOKEN="+serveToken))
+	// Should the test fail first, the execution ends before serve is
+	// stopped (cleanups run last first).
+	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(release, "go")); err != nil {
+			let()
+		}
+	})
 	connect := func() *mcp.ClientSession {
 		tr := &mcp.StreamableClientTransport{Endpoint: p.url + "/mcp", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearerRT{}}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "drain"}, nil).Connect(context.Background(), tr, nil)
@@ -62,7 +83,9 @@ func TestServeDrain(t *testing.T) {
 	done := make(chan answer, 1)
 	go func() {
 		res, err := connect().CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
-			"code": `await new Promise((r) => setTimeout(r, 3000)); return "finished"`}})
+			"language": "py", "code": "import crucible, os, time\n" +
+				"while not os.path.exists(" + strconv.Quote(filepath.Join(release, "go")) + "):\n    time.sleep(0.02)\n" +
+				"crucible.result = 'finished'\n"}})
 		done <- answer{res, err}
 	}()
 	deadline := time.Now().Add(time.Minute)
@@ -92,6 +115,12 @@ func TestServeDrain(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "draining") {
 		t.Errorf("a new execution while draining: %v %+v", err, res)
 	}
+	select {
+	case a := <-done:
+		t.Fatalf("the running execution ended before it was let: %v %+v", a.err, a.res)
+	default:
+	}
+	let()
 	a := <-done
 	if a.err != nil || a.res.IsError {
 		t.Fatalf("the running execution: %v %+v", a.err, a.res)
