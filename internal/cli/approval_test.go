@@ -80,6 +80,8 @@ func (s approvalStep) approvals() int {
 // that cannot be asked gets each such call refused, saying why.
 func TestServeApproval(t *testing.T) {
 	requireRoot(t)
+	// Mostly waits: see parallel, in main_test.go.
+	t.Parallel()
 	mcpNode(t)
 	dir := t.TempDir()
 	trail := filepath.Join(dir, "audit.ndjson")

@@ -55,6 +55,8 @@ export default [fs.readTextFile("/tmp/x"), etc];
 // them is kept.
 func TestRunJSLimits(t *testing.T) {
 	requireRoot(t)
+	// Mostly waits: see parallel, in main_test.go.
+	t.Parallel()
 	// The worker stops the program a second before the timeout, to say
 	// so; the jail's kill still ends it, as for any command. The worker's
 	// clock starts only once it runs, and a loaded machine may take more

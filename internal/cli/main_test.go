@@ -26,6 +26,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// parallel: the tests that call t.Parallel spend most of their time waiting
+// (a timeout, a tool server's hang, a connection's idle limit, a client's
+// hang-up) or spin one core, and share nothing with another test: each has
+// its own directories, servers, ports and marks, and checks only what is
+// its own. Go runs them together once every other test of the package is
+// done, so that this package, the longest in CI, ends sooner. A test that
+// sets the environment (t.Setenv) or checks the whole host (every jail
+// cgroup, every process) must not be one of them.
+
 // requireRoot skips tests that build real jails unless running as root, the
 // way CI runs them (where it fails instead).
 func requireRoot(t *testing.T) {

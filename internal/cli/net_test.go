@@ -482,6 +482,8 @@ except socket.timeout:
 // connects and says nothing, and a download past the byte limit.
 func TestAttackNetLimits(t *testing.T) {
 	requireRoot(t)
+	// Mostly waits: see parallel, in main_test.go.
+	t.Parallel()
 	f := newNetFix(t)
 	// The idle timeout must outlast the eight connects (a held connection
 	// closed for its silence would free a place for the next), on a loaded

@@ -374,6 +374,8 @@ func TestServeStdioClient(t *testing.T) {
 // left behind would be.
 func TestServeStdioHangUp(t *testing.T) {
 	requireRoot(t)
+	// Mostly waits: see parallel, in main_test.go.
+	t.Parallel()
 	node, _ := mcpNode(t)
 	cfg := serveConfig(t)
 	args := append([]string{"testdata/mcpclient.mjs", "--code", `await new Promise(r => setTimeout(r, 100000)); return 1`, "--stdio"}, crucibleCmd("serve", "--config", cfg)...)
@@ -581,6 +583,8 @@ func TestConformanceScenarioList(t *testing.T) {
 // removed, not be killed by SIGPIPE with them left on the host.
 func TestServeStdoutBrokenPipe(t *testing.T) {
 	requireRoot(t)
+	// Mostly waits: see parallel, in main_test.go.
+	t.Parallel()
 	tmp := testenv.PublicDir(t) // serve's TMPDIR, so that its workspaces' root is the test's alone
 	root := filepath.Join(tmp, "crucible-workspaces-0")
 	argv := crucibleCmd("serve")

@@ -496,6 +496,8 @@ export default { echo, sum, denied, byCall, listed: (await tools.list()).some((t
 // refused as a limit, and the next call works.
 func TestToolsRootlessTimeout(t *testing.T) {
 	requireRoot(t) // to become nobody
+	// Mostly waits: see parallel, in main_test.go.
+	t.Parallel()
 	bin := publicCrucible(t)
 	cfg, dir := everythingConfigIn(t, publicNodeModules(t), "    timeout: 2s\n")
 	// The server is started first, by listing its tools until it has: the

@@ -149,6 +149,8 @@ crucible.result = crucible.tools.f.echo(text="next")
 // ends the execution, and the server with it.
 func TestToolsHang(t *testing.T) {
 	requireRoot(t)
+	// Mostly waits: see parallel, in main_test.go.
+	t.Parallel()
 	for _, c := range []struct{ lang, hang, forever string }{
 		{"ts", `
 for (;;) {
@@ -186,6 +188,7 @@ crucible.tools.f.hang()
 		// neither a call nor, when the start outlasts it, a violation: the
 		// start goes on, and the next list waits for it.)
 		t.Run(c.lang, func(t *testing.T) {
+			t.Parallel()
 			cfg, mark := faultConfig(t, "2s")
 			r := runJSON(t, c.hang, "--lang", c.lang, "--config", cfg, "-")
 			var got struct{ Hang, After string }
