@@ -44,6 +44,10 @@ func (b *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
 // seconds; a replica told to stop (docker stop: SIGTERM) finishes what it
 // runs, refuses new work meanwhile, and exits.
 func TestContainerReplicas(t *testing.T) {
+	requireRoot(t)
+	// Mostly waits: see parallel, in main_test.go. Its daemon is its own;
+	// the other tests that start one are not parallel.
+	t.Parallel()
 	d := startDockerd(t)
 	image := d.image(t, publicCrucible(t))
 	pub := testenv.PublicDir(t)
@@ -167,10 +171,12 @@ sandbox:
 	t.Logf("the answer came %v after the call began", time.Since(start).Round(time.Millisecond))
 
 	// Replica 3 told to stop while it runs a call: it finishes, new work
-	// is refused meanwhile, and the replica exits.
+	// is refused meanwhile, and the replica exits. The call lasts 20 s
+	// (under the sandbox's 30): long past the docker commands and the
+	// calls that must come while it runs, however slow the machine.
 	third := connect(&roundRobin{hosts: hosts[2:]}, "")
 	go func() {
-		_, got := call(third, map[string]any{"code": "await new Promise((r) => setTimeout(r, 3000)); return 1"})
+		_, got := call(third, map[string]any{"code": "await new Promise((r) => setTimeout(r, 20000)); return 1"})
 		answered <- got
 	}()
 	waitFor(t, "http://"+hosts[2], "/metrics", "crucible_executions_running 1")
