@@ -203,7 +203,10 @@ func TestWebAPIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, stdout := run(t, string(src), false, Options{})
+	// A small stack: structuredClone's deep nesting goes past it without
+	// recursion, at a fraction of the depth (and of the race detector's
+	// time) the default would need.
+	out, stdout := run(t, string(src), false, Options{Stack: 1000})
 	if out.Error != nil {
 		t.Fatalf("%+v\n%s", out.Error, stdout)
 	}
