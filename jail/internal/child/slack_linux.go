@@ -11,10 +11,10 @@ import "golang.org/x/sys/unix"
 // of init's 10 ms of CPU). With 1 ms, ~16 and ~35. A thread's slack passes
 // to the threads and processes it starts and across execve, so the
 // supervisor forks init with it (init's sysmon has it from birth), and
-// init gives it to a command that is this binary (Spec.Slack). Init sets no timers; what it
-// changes is that a P held by a blocked system call is handed on a sysmon
-// round later, ~1 ms rather than ~20 µs, and the worker's timers
-// (setTimeout) may fire up to 1 ms late.
+// init gives it to a command that is this binary (Spec.Slack). Init sets
+// no timers; what it changes is that a P held by a blocked system call is
+// handed on a sysmon round later, ~1 ms rather than ~20 µs, and the
+// worker's timers (setTimeout) may fire up to 1 ms late.
 const GoSlack = 1_000_000
 
 // SetSlack sets this thread's timer slack to ns, for the processes it
