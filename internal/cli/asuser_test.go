@@ -172,7 +172,7 @@ func (u *testUser) setup() string {
 // nothing else in its environment.
 func (u *testUser) command(env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", u.setup(), "sh"}, args...)...)
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin", cliEnv}, env...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", cliEnv, quickExit}, env...)
 	cmd.Dir = "/"
 	return cmd
 }

@@ -227,7 +227,7 @@ func (d *dockerd) image(t *testing.T, bin string) string {
 		t.Fatal(err)
 	}
 	tag := fmt.Sprintf("crucible-test:%d", os.Getpid())
-	cmd := exec.Command(d.cli, "import", "-", tag)
+	cmd := exec.Command(d.cli, "import", "--change", "ENV "+quickExit, "-", tag)
 	cmd.Env, cmd.Stdin = d.env, &buf
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("docker import: %v\n%s", err, b)

@@ -56,7 +56,7 @@ const cliEnv = "CRUCIBLE_TEST_CLI=1"
 func runAs(t *testing.T, bin string, uid uint32, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", cliEnv}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", cliEnv, quickExit}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	var out, errb strings.Builder
@@ -294,7 +294,7 @@ open("/workspace/note", "w").write("kept")`, svcName, f.echo)
 	cmd := u.command(nil, bin, "serve", "--config", cfg)
 	args := append([]string{"testdata/mcpclient.mjs", "--lang", "py", "--save", "keep.py", `SUFFIX = "!"`, "--code", code1, "--code2", code2, "--stdio"}, cmd.Args...)
 	client := exec.Command(node, args...)
-	client.Env = []string{"PATH=/usr/bin:/bin", cliEnv, "CRUCIBLE_TEST_TOKEN=" + tokenValue}
+	client.Env = []string{"PATH=/usr/bin:/bin", cliEnv, quickExit, "CRUCIBLE_TEST_TOKEN=" + tokenValue}
 	var stderr strings.Builder
 	client.Stderr = &stderr
 	out, err := client.Output()
