@@ -7,12 +7,11 @@
 //
 // Conditions are type-checked, and their cost estimated, when the
 // configuration loads; at a call, an evaluation that errs (a field that is
-// missing, a number sent as a string) or runs past the cost limit refuses
-// the call: fail closed, naming the rule.
+// missing, a number sent as a string, a comparison of two types) or runs
+// past the cost limit refuses the call: fail closed, naming the rule.
 package callrule
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"github.com/cruciblehq/crucible/cond"
 	"github.com/cruciblehq/crucible/glob"
+	"github.com/cruciblehq/crucible/toolargs"
 )
 
 // Rule is one rule as the configuration writes it.
@@ -33,7 +33,8 @@ type Rule struct {
 }
 
 // The variables a condition sees. args is the call's arguments as JSON
-// values; tool its server and name; client the name and profile of the
+// values, exactly as the server gets them (package toolargs: an integer
+// is an int, a number with a fraction a double); tool its server and name; client the name and profile of the
 // client whose execution calls ("" where there is none: crucible run);
 // execution.calls the tool calls the execution has made before this one,
 // execution.language its language ("" for a command); now the time of the
@@ -105,11 +106,11 @@ func Compile(rules []Rule) ([]*Compiled, error) {
 // Call is what a condition is evaluated over.
 type Call struct {
 	Server, Tool string
-	Args         []byte // a JSON object
-	Client       string // who asked: a client's name, "" for none
-	Profile      string // the client's profile, "" for none
-	Language     string // the execution's language, "" for a command
-	Calls        int    // the execution's calls before this one
+	Args         *toolargs.Args // as the server gets them; nil is {}
+	Client       string         // who asked: a client's name, "" for none
+	Profile      string         // the client's profile, "" for none
+	Language     string         // the execution's language, "" for a command
+	Calls        int            // the execution's calls before this one
 	Now          time.Time
 }
 
@@ -152,12 +153,9 @@ func Decide(rules []*Compiled, c Call) Decision {
 }
 
 func (r *Compiled) allows(c Call) (bool, error) {
-	var args map[string]any
-	if err := json.Unmarshal(c.Args, &args); err != nil {
-		return false, errors.New("the arguments are not a JSON object")
-	}
-	if args == nil {
-		args = map[string]any{}
+	args := map[string]any{}
+	if c.Args != nil {
+		args = c.Args.Map()
 	}
 	return r.cond.Holds(map[string]any{
 		"args":      args,

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cruciblehq/crucible/toolargs"
 )
 
 // The rules of the issue's example, and calls that try to slip past them.
@@ -37,6 +39,8 @@ func TestRefuses(t *testing.T) {
 		{"transfer", `{"amount": 1e9}`, 0, "is false"},
 		{"transfer", `{"amount": "100"}`, 0, "could not be evaluated"}, // a number as a string
 		{"transfer", `{"amount": [1]}`, 0, "could not be evaluated"},
+		// Exact integers: a float would read the first as the second.
+		{"transfer", `{"amount": 9007199254740992}`, 0, "is false"},
 		{"transfer", `{}`, 0, "could not be evaluated"},
 		{"admin/delete_repo", `{}`, 0, "nothing is deleted"}, // '/' in the name
 		{"delete_/x", `{}`, 0, "nothing is deleted"},
@@ -44,7 +48,7 @@ func TestRefuses(t *testing.T) {
 		{"paged", `{}`, 3, "is false"},
 		{"other", `{"anything": true}`, 0, ""}, // no rule names it
 	} {
-		got := Decide(rules, Call{Server: "gh", Tool: c.tool, Args: []byte(c.args), Calls: c.calls, Now: now}).Refused
+		got := Decide(rules, Call{Server: "gh", Tool: c.tool, Args: args(t, c.args), Calls: c.calls, Now: now}).Refused
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s(%.60s): %q, want %q", c.tool, c.args, got, c.want)
 		}
@@ -100,7 +104,7 @@ func TestApprove(t *testing.T) {
 		{"admin/delete_repo", `{"x": 1}`, Decision{Rule: 2, Approve: true}},
 		{"list", `{}`, Decision{Rule: -1}},
 	} {
-		if got := Decide(rules, Call{Tool: c.tool, Args: []byte(c.args)}); got != c.want {
+		if got := Decide(rules, Call{Tool: c.tool, Args: args(t, c.args)}); got != c.want {
 			t.Errorf("%s(%s): %+v, want %+v", c.tool, c.args, got, c.want)
 		}
 	}
@@ -119,7 +123,7 @@ func TestClientAndLanguage(t *testing.T) {
 		client, language string
 		ok               bool
 	}{{"ci", "py", true}, {"ci", "ts", true}, {"ci", "", false}, {"alice", "py", false}, {"", "py", false}} {
-		d := Decide(rules, Call{Tool: "x", Args: []byte(`{}`), Client: c.client, Language: c.language})
+		d := Decide(rules, Call{Tool: "x", Args: args(t, `{}`), Client: c.client, Language: c.language})
 		if (d.Refused == "") != c.ok {
 			t.Errorf("client %q, language %q: %+v, want allowed %v", c.client, c.language, d, c.ok)
 		}
@@ -133,10 +137,19 @@ func BenchmarkDecide(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := Call{Server: "ev", Tool: "echo", Args: []byte(`{"message": "hello"}`), Now: time.Now()}
+	c := Call{Server: "ev", Tool: "echo", Args: args(b, `{"message": "hello"}`), Now: time.Now()}
 	for b.Loop() {
 		if d := Decide(rules, c); d.Refused != "" {
 			b.Fatal(d.Refused)
 		}
 	}
+}
+
+func args(t testing.TB, raw string) *toolargs.Args {
+	t.Helper()
+	a, err := toolargs.Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -1,7 +1,8 @@
 // Package cond is the operator's conditions: CEL expressions
 // (cel.dev/cel-go) over variables that the caller declares, type-checked
 // and their cost estimated when they load, bounded when they run, and
-// failing closed: an evaluation that errs is an error, never a yes.
+// failing closed: an evaluation that errs is an error, never a yes; so
+// is a comparison of two values of different types.
 //
 // It knows nothing of tools or HTTP: package callrule declares a call's
 // variables, package httprule a request's.
@@ -88,7 +89,7 @@ func (e *Env) Compile(expr string) (*Cond, error) {
 	if est.Max > CostLimit {
 		return nil, &Error{Msg: fmt.Sprintf("may cost up to %d, more than the %d a condition may (loops over inputs up to 1 MiB add up)", est.Max, CostLimit)}
 	}
-	prg, err := env.Program(checked, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
+	prg, err := env.Program(checked, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100), cel.CustomDecoratorV2(strict))
 	if err != nil {
 		return nil, &Error{Msg: err.Error()}
 	}

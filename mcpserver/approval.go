@@ -204,7 +204,7 @@ func elicitation(a toolbridge.Approval) *mcp.ElicitParams {
 	if a.Reason != "" {
 		fmt.Fprintf(&b, "The operator's rule: %s\n", a.Reason)
 	}
-	fmt.Fprintf(&b, "Its arguments, as the program gave them:\n%s\n", a.Args)
+	fmt.Fprintf(&b, "Its arguments, as the server will get them, one value a line:\n%s\n", a.Args)
 	b.WriteString("Accept to let this one call go out; decline to refuse it.")
 	return &mcp.ElicitParams{Mode: "form", Message: b.String(), RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}
 }

@@ -108,7 +108,7 @@ func TestApprovalEras(t *testing.T) {
 			t.Errorf("%q: %d approval violations, want 2: %+v", version, approvals, out.Violations)
 		}
 		if len(a.shown) != 3 || !strings.Contains(a.shown[1], "the tool echo of the server ev") ||
-			!strings.Contains(a.shown[1], `{"message":"two\u202e"}`) || !strings.Contains(a.shown[1], "echoes need a human") {
+			!strings.Contains(a.shown[1], `message: "two\u202e"`) || !strings.Contains(a.shown[1], "echoes need a human") {
 			t.Errorf("%q: the human was shown %q", version, a.shown)
 		}
 	}

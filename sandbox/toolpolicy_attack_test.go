@@ -19,14 +19,15 @@ import (
 const aggregator = `
 const fs = require("fs");
 const log = process.argv[2];
-const tools = ["admin/delete_repo", "delete_/x", "read_file", "get_issue"];
+const tools = ["admin/delete_repo", "delete_/x", "read_file", "get_issue", "transfer"];
 function handle(m) {
   if (m.method === "initialize") {
     return {protocolVersion: m.params.protocolVersion, capabilities: {tools: {}, resources: {}}, serverInfo: {name: "agg", version: "1"}};
   } else if (m.method === "tools/list") {
     return {tools: tools.map((name) => ({name, inputSchema: {type: "object"}}))};
   } else if (m.method === "tools/call") {
-    fs.appendFileSync(log, "call " + m.params.name + "\n");
+    const args = m.params.name === "transfer" ? " " + JSON.stringify(m.params.arguments) : "";
+    fs.appendFileSync(log, "call " + m.params.name + args + "\n");
     return {content: [{type: "text", text: "done: " + m.params.name}]};
   } else if (m.method === "resources/read") {
     fs.appendFileSync(log, "read " + m.params.uri + "\n");
@@ -114,16 +115,64 @@ crucible.result = out
 		t.Fatalf("%v: %s\n%+v", err, r.Result, r)
 	}
 	refused := "tool: tool get_issue is refused by rule 0 of this server: issues only in the acme org"
-	for i, want := range []string{"done: get_issue", refused, refused, refused, "could not be evaluated", refused} {
+	// A list compared with a string is no "false": a comparison of two
+	// types refuses the call as a condition that cannot be evaluated.
+	for i, want := range []string{"done: get_issue", refused, refused, "compares a list with a string", "could not be evaluated", refused} {
 		if !strings.Contains(out[i], want) {
 			t.Errorf("call %d: %q, want %q", i, out[i], want)
 		}
 	}
-	if len(r.Violations) != 2 {
+	if len(r.Violations) != 3 {
 		t.Errorf("violations (one per reason): %+v", r.Violations)
 	}
 	if served != "call get_issue\n" {
 		t.Errorf("the server served:\n%s", served)
+	}
+}
+
+// A program sends arguments that the rule would read as one value and
+// the server (node: the last key wins, numbers are floats, "true" is
+// truthy) as another: the same key twice (forged past Python's json, as
+// hostile code may write anything to the channel), keys in two cases, an
+// integer a float cannot hold, a bool as a string. Each is refused with a
+// violation before the server sees it; the server gets the allowed call
+// as the rule read it.
+func TestAttackArgumentsAsJudged(t *testing.T) {
+	src := `import crucible, json
+dumps = json.dumps
+json.dumps = lambda v, **kw: dumps(v, **kw).replace('"FORGE":1', '"owner":"victim","owner":"acme"')
+out = []
+for args in [{"FORGE": 1}, {"owner": "acme", "Owner": "victim"}, {"owner": "acme", "id": 9007199254740993}, {"owner": "acme", "force": "true"}, {"owner": "acme", "id": 7}]:
+    try:
+        out.append(crucible.tools.call("agg", "transfer", args))
+    except crucible.ToolError as e:
+        out.append(e.kind + ": " + str(e))
+crucible.result = out
+`
+	r, served := runAgainstAggregator(t, `    rules:
+      - tools: ["transfer"]
+        allow_if: 'args.owner == "acme" && (!has(args.force) || args.force != true) && (!has(args.id) || args.id != 9007199254740992)'
+`, src)
+	var out []string
+	if err := json.Unmarshal(r.Result, &out); err != nil || len(out) != 5 {
+		t.Fatalf("%v: %s\n%+v", err, r.Result, r)
+	}
+	for i, want := range []string{`tool: tool transfer is refused: the arguments have the key "owner" twice`,
+		`tool: tool transfer is refused: the arguments have the keys "owner" and "Owner"`,
+		`tool: tool transfer is refused: the arguments hold the integer 9007199254740993, past 2^53`,
+		`tool: tool transfer is refused: the condition of rule 0 of this server`, "done: transfer"} {
+		if !strings.Contains(out[i], want) {
+			t.Errorf("call %d: %q, want %q", i, out[i], want)
+		}
+	}
+	if !strings.Contains(out[3], "compares a string with a bool") {
+		t.Errorf("the bool as a string: %q", out[3])
+	}
+	if len(r.Violations) != 4 {
+		t.Errorf("violations (one per reason): %+v", r.Violations)
+	}
+	if want := "call transfer {\"owner\":\"acme\",\"id\":7}\n"; served != want {
+		t.Errorf("the server served:\n%s\nwant:\n%s", served, want)
 	}
 }
 

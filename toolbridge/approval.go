@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cruciblehq/crucible/callrule"
+	"github.com/cruciblehq/crucible/toolargs"
 	"github.com/cruciblehq/crucible/violation"
 )
 
@@ -20,10 +22,6 @@ const KindApproval = violation.Approval
 // DefaultApprovalTimeout is how long a call waits for a human's answer
 // when its server's Policy.ApprovalTimeout is zero.
 const DefaultApprovalTimeout = 2 * time.Minute
-
-// maxApprovalArgs bounds the arguments an approval shows: a human reads
-// them, and the program chose them.
-const maxApprovalArgs = 2 << 10
 
 // Caller is who an execution runs for: what the rules' conditions see of
 // it, and who approves its calls.
@@ -44,10 +42,11 @@ type Approver func(ctx context.Context, a Approval) Answer
 // Approval is a call for a human to approve.
 type Approval struct {
 	Server, Tool string
-	// Args are the call's arguments for a human to read: JSON whose every
-	// character past ASCII is escaped (no look-alike letters, no text
-	// turned around), the server's own credentials and paths redacted, cut
-	// to 2 KiB.
+	// Args are the call's arguments for a human to read, as the server
+	// gets them: a line for each value, its path and its JSON, every
+	// character past ASCII escaped (no look-alike letters, no text turned
+	// around), the server's own credentials and paths redacted, each
+	// value cut on its own.
 	Args     string
 	ArgsHash string // ArgsHash of the arguments the server would get
 	Rule     int    // the rule of the server's rules that asks
@@ -74,11 +73,12 @@ type Answer struct {
 }
 
 // ArgsHash is the hex SHA-256 of a call's arguments as the server gets
-// them (empty or null is {}), which the audit trail records instead of
+// them (package toolargs re-encodes them; arguments it refuses are hashed
+// as they came), which the audit trail records instead of
 // the arguments themselves.
 func ArgsHash(args []byte) string {
-	if a, err := objectArgs(args); err == nil {
-		args = a
+	if a, err := toolargs.Parse(args); err == nil {
+		args = a.JSON()
 	}
 	sum := sha256.Sum256(args)
 	return hex.EncodeToString(sum[:])
@@ -95,16 +95,21 @@ func (s *Session) SetCaller(c Caller) {
 // approve asks the caller's human about a call that rule d says must be
 // approved, one question of the execution at a time, and returns nil if
 // they accept, else the refusal.
-func (s *Session) approve(ctx context.Context, srv *server, tool string, args []byte, d callrule.Decision) error {
+func (s *Session) approve(ctx context.Context, srv *server, tool string, args *toolargs.Args, d callrule.Decision) error {
 	s.mu.Lock()
 	ask := s.caller.Approve
 	s.mu.Unlock()
+	shown, err := srv.shownArgs(args)
+	sum := sha256.Sum256(args.JSON())
 	a := Approval{
-		Server: srv.name, Tool: tool, Args: srv.shownArgs(args), ArgsHash: ArgsHash(args),
+		Server: srv.name, Tool: tool, Args: shown, ArgsHash: hex.EncodeToString(sum[:]),
 		Rule: d.Rule, Reason: d.Reason, Timeout: srv.cfg.Policy.ApprovalTimeout,
 	}
 	ans := Answer{Action: Unasked, Why: "nothing here can ask a human"}
-	if ask != nil {
+	switch {
+	case err != nil:
+		ans.Why = err.Error()
+	case ask != nil:
 		// One question at a time: a program that asks in a loop waits
 		// its turn (each call counted already), and nothing queues at
 		// the human.
@@ -145,17 +150,105 @@ func (s *Session) approve(ctx context.Context, srv *server, tool string, args []
 	return refusef(KindApproval, srv.name, tool, "tool %s needs a human's approval (%s), and was refused: %s", tool, rule, why)
 }
 
-// shownArgs is args as an Approval shows them.
-func (s *server) shownArgs(args []byte) string {
-	b, err := s.redactJSON(args)
-	if err != nil {
-		return "(arguments that are not JSON)"
-	}
-	var out strings.Builder
-	for _, r := range string(b) {
-		if out.Len() >= maxApprovalArgs {
-			return out.String() + fmt.Sprintf("... (cut: %d bytes of JSON in all)", len(b))
+// What an approval shows of the arguments: a line for each value, every
+// key's and every element's, each cut on its own, so that no value, however
+// long, pushes another out of sight.
+const (
+	maxShownValues = 100 // past it, the arguments are not shown: refused
+	maxShownPath   = 120 // bytes of a value's path shown
+	shownHead      = 160 // bytes shown of the start of a long value
+	shownTail      = 80  // and of its end
+)
+
+// shownArgs is args as an Approval shows them: a line for each value,
+// named by its path (owner, opts.path, items[0], ["a key"]) and written
+// as the server gets it, but for the server's own credentials and paths
+// (redacted); every character past ASCII escaped (no look-alike
+// letters, no text turned around, no line breaks). Arguments with more
+// values than a human can read one by one are an error: what cannot be
+// shown in full is not put to a human.
+func (s *server) shownArgs(args *toolargs.Args) (string, error) {
+	var lines []string
+	add := func(path, value string) error {
+		if len(lines) == maxShownValues {
+			return fmt.Errorf("the arguments hold more than %d values, more than a human can be shown one by one", maxShownValues)
 		}
+		lines = append(lines, ascii(cut(path, maxShownPath, 0))+": "+ascii(cut(value, shownHead, shownTail)))
+		return nil
+	}
+	var walk func(path string, v any) error
+	walk = func(path string, v any) error {
+		switch v := v.(type) {
+		case toolargs.Object:
+			if len(v) == 0 {
+				return add(path, "{}")
+			}
+			for _, m := range v {
+				if err := walk(pathTo(path, s.redact.Replace(m.Key)), m.Value); err != nil {
+					return err
+				}
+			}
+			return nil
+		case []any:
+			if len(v) == 0 {
+				return add(path, "[]")
+			}
+			for i, x := range v {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i), x); err != nil {
+					return err
+				}
+			}
+			return nil
+		case string:
+			return add(path, string(toolargs.AppendString(nil, s.redact.Replace(v))))
+		}
+		return add(path, string(toolargs.Append(nil, v)))
+	}
+	if len(args.Members()) == 0 {
+		return "(none)", nil
+	}
+	if err := walk("", args.Members()); err != nil {
+		return "", err
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// pathTo is the path of key in the object at path: .key for a plain
+// name, else ["key"].
+func pathTo(path, key string) string {
+	plain := key != ""
+	for i, r := range key {
+		plain = plain && (r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9')
+	}
+	switch {
+	case !plain:
+		return path + "[" + string(toolargs.AppendString(nil, key)) + "]"
+	case path == "":
+		return key
+	}
+	return path + "." + key
+}
+
+// cut is s with its middle left out past head+tail bytes (with tail 0,
+// its end), saying how much.
+func cut(s string, head, tail int) string {
+	if len(s) <= head+tail+32 {
+		return s
+	}
+	h, t := head, len(s)-tail
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return fmt.Sprintf("%s ...(%d bytes not shown)... %s", s[:h], t-h, s[t:])
+}
+
+// ascii escapes every character of s past printable ASCII, as JSON does.
+func ascii(s string) string {
+	var out strings.Builder
+	for _, r := range s {
 		switch {
 		case r >= 0x20 && r < 0x7f:
 			out.WriteRune(r)

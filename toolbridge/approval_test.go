@@ -3,6 +3,7 @@ package toolbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/callrule"
+	"github.com/cruciblehq/crucible/toolargs"
 )
 
 // approvalBridge is the test server with one rule: deletions need a human,
@@ -52,7 +54,7 @@ func TestApprovalAnswers(t *testing.T) {
 			wantRefusal(t, err, KindApproval, c.want)
 			wantRefusal(t, err, KindApproval, "tool echo needs a human's approval (rule 1 of this server), and was refused: ")
 		}
-		want := Approval{Server: "go", Tool: "echo", Args: `{"text":"hi"}`, ArgsHash: ArgsHash([]byte(`{"text": "hi"}`)), Rule: 1, Timeout: time.Minute}
+		want := Approval{Server: "go", Tool: "echo", Args: `text: "hi"`, ArgsHash: ArgsHash([]byte(`{"text": "hi"}`)), Rule: 1, Timeout: time.Minute}
 		if len(asked) != 1 || asked[0] != want {
 			t.Errorf("%s: asked %+v, want once %+v", c.answer.Action, asked, want)
 		}
@@ -120,25 +122,65 @@ func TestApprovalBounded(t *testing.T) {
 }
 
 // What a human is shown of the arguments cannot pass for something else:
-// every character past ASCII is escaped (look-alikes, text turned around,
-// line separators), and a long value is cut.
+// a line for each value, every character past ASCII escaped (look-alikes,
+// text turned around, line separators), and a long value cut on its own.
 func TestApprovalShownArgs(t *testing.T) {
 	b := approvalBridge(t, 50, time.Minute)
 	srv := b.servers["go"].listing()
 	for _, c := range []struct{ args, want string }{
-		{`{"n": 12345678901234567890}`, `{"n":12345678901234567890}`},
-		{`{"repo": "аcme"}`, `{"repo":"\u0430cme"}`},                    // a Cyrillic a
-		{`{"repo": "x\u202eevil"}`, `{"repo":"x\u202eevil"}`},           // right-to-left override
-		{`{"t": "a\u2028Approve: yes"}`, `{"t":"a\u2028Approve: yes"}`}, // a line separator
-		{`{"t": "` + "\U0001F600" + `"}`, `{"t":"\ud83d\ude00"}`},       // outside the BMP
-		{`{"t": "<b>` + canary + `</b>"}`, `{"t":"<b>[redacted]</b>"}`}, // the server's own credential
+		{`{}`, `(none)`},
+		{`{"n": 1234567890123456, "f": 1e2, "z": null, "b": false}`, "n: 1234567890123456\nf: 100.0\nz: null\nb: false"},
+		{`{"repo": "аcme"}`, `repo: "\u0430cme"`},                    // a Cyrillic a
+		{`{"repo": "x\u202eevil"}`, `repo: "x\u202eevil"`},           // right-to-left override
+		{`{"t": "a\u2028Approve: yes"}`, `t: "a\u2028Approve: yes"`}, // a line separator
+		{`{"t": "a\nApprove: yes"}`, `t: "a\nApprove: yes"`},         // a line break
+		{`{"t": "` + "\U0001F600" + `"}`, `t: "\ud83d\ude00"`},       // outside the BMP
+		{`{"t": "<b>` + canary + `</b>"}`, `t: "<b>[redacted]</b>"`}, // the server's own credential
+		{`{"o": {"a b": [1, {"c": []}], "": {}}}`, "o[\"a b\"][0]: 1\no[\"a b\"][1].c: []\no[\"\"]: {}"},
+		{`{"k\nx: \"fake\"": 1}`, `["k\nx: \"fake\""]: 1`}, // a key cannot pass for a line of its own
 	} {
-		if got := srv.shownArgs([]byte(c.args)); got != c.want {
-			t.Errorf("shownArgs(%s) = %s, want %s", c.args, got, c.want)
+		a, err := toolargs.Parse([]byte(c.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := srv.shownArgs(a); got != c.want || err != nil {
+			t.Errorf("shownArgs(%s) = %s, %v; want %s", c.args, got, err, c.want)
 		}
 	}
-	long := srv.shownArgs([]byte(`{"t": "` + strings.Repeat("x", 10000) + `"}`))
-	if len(long) > maxApprovalArgs+64 || !strings.HasSuffix(long, "... (cut: 10008 bytes of JSON in all)") {
-		t.Errorf("a long value is shown as %d bytes, ending %q", len(long), long[len(long)-50:])
+}
+
+// The attack on the approval view: padding in one value that pushes the
+// value that matters out of sight. Each value is cut on its own, so the
+// path the server will read is always shown; arguments with too many
+// values to show are refused, not shown in part; and the human is never
+// asked about them.
+func TestApprovalPadding(t *testing.T) {
+	b := approvalBridge(t, 50, time.Minute)
+	srv := b.servers["go"].listing()
+	pad := strings.Repeat("A", 3000)
+	a, err := toolargs.Parse([]byte(`{"!": "` + pad + `", "path": "/etc/shadow", "tail": "` + pad + `/etc/passwd"}`))
+	if err != nil {
+		t.Fatal(err)
 	}
+	shown, err := srv.shownArgs(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(shown, "\n")
+	if len(lines) != 3 || lines[1] != `path: "/etc/shadow"` || !strings.HasSuffix(lines[2], `AAA/etc/passwd"`) ||
+		!strings.Contains(lines[0], "bytes not shown") || len(shown) > 1024 {
+		t.Errorf("the padded arguments are shown as %d bytes:\n%s", len(shown), shown)
+	}
+
+	many := `{"path": "/etc/shadow"`
+	for i := range maxShownValues {
+		many += fmt.Sprintf(`, "k%d": %d`, i, i)
+	}
+	s := b.NewSession()
+	s.SetCaller(Caller{Approve: func(context.Context, Approval) Answer {
+		t.Error("a human was asked about arguments that cannot be shown in full")
+		return Answer{Action: Accept}
+	}})
+	_, err = call(t, s, "go", "delete_/x", many+"}")
+	wantRefusal(t, err, KindApproval, "more than a human can be shown one by one")
 }

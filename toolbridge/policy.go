@@ -1,9 +1,6 @@
 package toolbridge
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/cruciblehq/crucible/callrule"
@@ -111,17 +108,4 @@ func (r *rules) refusesResource(uri string) string {
 		return ""
 	}
 	return fmt.Sprintf("resource %s is not in this server's resources.allow list", uri)
-}
-
-// objectArgs returns args as the JSON object a call sends: empty or null
-// is {}; anything but an object is an error.
-func objectArgs(args []byte) ([]byte, error) {
-	t := bytes.TrimSpace(args)
-	if len(t) == 0 || string(t) == "null" {
-		return []byte("{}"), nil
-	}
-	if t[0] != '{' || !json.Valid(t) {
-		return nil, errors.New("the arguments must be a JSON object")
-	}
-	return t, nil
 }

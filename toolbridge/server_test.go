@@ -153,6 +153,21 @@ func testServer(home string, canCrash bool) *mcp.Server {
 			}
 			return text("cannot crash in process"), nil, nil
 		})
+	// Decodes its arguments as a Go server does, into a struct: keys match
+	// fields in any case, the last one wins, numbers are floats; and says
+	// what it read.
+	s.AddTool(&mcp.Tool{Name: "transfer", Description: "Says what it read.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct {
+				Owner string  `json:"owner"`
+				ID    float64 `json:"id"`
+				Force any     `json:"force"`
+			}
+			if err := json.Unmarshal(r.Params.Arguments, &a); err != nil {
+				return nil, err
+			}
+			return text(fmt.Sprintf("owner=%s id=%.0f force=%v raw=%s", a.Owner, a.ID, a.Force, r.Params.Arguments)), nil
+		})
 	s.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"},
 		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/plain", Text: "hello"}}}, nil

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/callrule"
+	"github.com/cruciblehq/crucible/toolargs"
 )
 
 // Defaults of the zero values in [Policy] and [Limits].
@@ -304,19 +305,16 @@ func (s *Session) Calls() int {
 // Tools lists the tools the session may call; see [Bridge.Tools].
 func (s *Session) Tools(ctx context.Context) ([]Tool, error) { return s.b.Tools(ctx) }
 
-// admit checks a call of tool ("" for a resource) on the named server
-// against the policy and the limits, counts it, and, if a rule says so,
-// has a human approve it.
+// admit checks a call of tool with args (tool "" and args nil for a
+// resource) on the named server against the policy and the limits, counts
+// it, and, if a rule says so, has a human approve it.
 //
 // The call goes to the client's instance of the server, which the caller
 // releases once the call is done.
-func (s *Session) admit(ctx context.Context, name, tool string, args []byte) (srv *server, release func(), err error) {
+func (s *Session) admit(ctx context.Context, name, tool string, args *toolargs.Args) (srv *server, release func(), err error) {
 	e, ok := s.b.servers[name]
 	if !ok {
 		return nil, nil, refusef(KindTool, name, tool, "there is no tool server %q (servers: %s)", name, strings.Join(s.b.Servers(), ", "))
-	}
-	if int64(len(args)) > s.b.limits.ArgBytes {
-		return nil, nil, refusef(KindLimit, name, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", len(args), s.b.limits.ArgBytes)
 	}
 	s.mu.Lock()
 	client := s.caller.Client
@@ -422,17 +420,24 @@ func (s *Session) CountList() error {
 //
 // A refusal is a [*Refusal]; a tool that reports an error is a
 // [*ToolError]; a server that cannot be reached is an error naming it.
+//
+// The arguments are decoded once, strictly (package toolargs), and what
+// the rules judge and a human approves is what the server gets: their
+// JSON re-encoded, never the bytes the code wrote.
 func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([]byte, error) {
-	args, err := objectArgs(args)
-	if err != nil {
-		return nil, fmt.Errorf("%s.%s: %w", server, tool, err)
+	if int64(len(args)) > s.b.limits.ArgBytes {
+		return nil, refusef(KindLimit, server, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", len(args), s.b.limits.ArgBytes)
 	}
-	srv, release, err := s.admit(ctx, server, tool, args)
+	a, err := toolargs.Parse(args)
+	if err != nil {
+		return nil, refusef(KindTool, server, tool, "tool %s is refused: %v", tool, err)
+	}
+	srv, release, err := s.admit(ctx, server, tool, a)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	out, err := srv.call(ctx, tool, args)
+	out, err := srv.call(ctx, tool, a.JSON())
 	if err != nil {
 		return nil, err
 	}
@@ -444,12 +449,15 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 // blob} (base64). It counts as a call, and binds the server's group like
 // one; the server's resource globs apply (Policy.Resources).
 func (s *Session) Resource(ctx context.Context, server, uri string) ([]byte, error) {
+	if int64(len(uri)) > s.b.limits.ArgBytes {
+		return nil, refusef(KindLimit, server, "", "the resource URI is %d bytes, more than the %d allowed", len(uri), s.b.limits.ArgBytes)
+	}
 	if e, ok := s.b.servers[server]; ok {
 		if why := e.rules.refusesResource(uri); why != "" {
 			return nil, refusef(KindTool, server, "", "%s", why)
 		}
 	}
-	srv, release, err := s.admit(ctx, server, "", []byte(uri))
+	srv, release, err := s.admit(ctx, server, "", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -214,6 +214,42 @@ func TestPolicyHoles(t *testing.T) {
 	}
 }
 
+// The attacks on a rule through the decoder: arguments that a rule would
+// read as one value and the server as another. Each is refused before it
+// reaches the server, as a tool violation; what does go out is what the
+// rule judged, re-encoded.
+func TestArgumentsAsJudged(t *testing.T) {
+	srv := goServer(t)
+	srv.Policy.Rules = []callrule.Rule{{Tools: []string{"transfer"}, Reason: "only acme's, never forced, never account 2^53",
+		AllowIf: `args.owner == "acme" && (!has(args.force) || args.force != true) && (!has(args.id) || args.id != 9007199254740992)`}}
+	s := newBridge(t, Options{Servers: map[string]Server{"go": srv}}).NewSession()
+	for _, c := range []struct{ args, want string }{
+		// encoding/json into a struct takes the last key, in any case.
+		{`{"owner": "victim", "owner": "acme"}`, `the key "owner" twice`},
+		{`{"owner": "acme", "Owner": "victim"}`, `the keys "owner" and "Owner", which differ only in case`},
+		{`{"owner": "acme", "\u212aind": 1, "kind": 2}`, `differ only in case`},
+		// A server may read "true" as true.
+		{`{"owner": "acme", "force": "true"}`, `compares a string with a bool`},
+		// A float reads it as 9007199254740992.
+		{`{"owner": "acme", "id": 9007199254740993}`, `the integer 9007199254740993, past 2^53`},
+		{`{"owner": "acme", "note": "\ud800"}`, `half of a surrogate pair`},
+	} {
+		out, err := call(t, s, "go", "transfer", c.args)
+		wantRefusal(t, err, KindTool, c.want)
+		if out != "" {
+			t.Errorf("transfer(%s) went out: %s", c.args, out)
+		}
+	}
+	// What goes out is what the rule read: the canonical encoding.
+	out := mustCall(t, s, "go", "transfer", ` {"owner" : "acme", "id": 1e3, "force": false, "n": "\u00e9\/"} `)
+	if want := `"owner=acme id=1000 force=false raw={\"owner\":\"acme\",\"id\":1000.0,\"force\":false,\"n\":\"é/\"}"`; out != want {
+		t.Errorf("the server read %s, want %s", out, want)
+	}
+	if s.Calls() != 1 {
+		t.Errorf("calls = %d; want 1 (refusals are not counted)", s.Calls())
+	}
+}
+
 func TestGroups(t *testing.T) {
 	mail, paste, free := goServer(t), goServer(t), goServer(t)
 	mail.Policy.Group, paste.Policy.Group = "private", "public"

@@ -122,7 +122,7 @@ return n;`
 	if n := steps[0].approvals(); n != 2 {
 		t.Errorf("%d approval violations, want 2", n)
 	}
-	if len(steps[0].Shown) != 3 || !strings.Contains(steps[0].Shown[0], `the tool echo of the server ev`) || !strings.Contains(steps[0].Shown[0], `{"message":"one"}`) {
+	if len(steps[0].Shown) != 3 || !strings.Contains(steps[0].Shown[0], `the tool echo of the server ev`) || !strings.Contains(steps[0].Shown[0], `message: "one"`) {
 		t.Errorf("the human was shown %q", steps[0].Shown)
 	}
 	// max_calls is 6: six questions, in turn, then the limit.
@@ -141,7 +141,7 @@ return n;`
 		!strings.Contains(hung, "no answer came within 2s (servers.ev.approval_timeout)") || !strings.Contains(hung, refused) {
 		t.Errorf("no answer in time: %s", steps[0].Result.StructuredContent.Result)
 	}
-	if n := steps[0].approvals(); n != 1 || len(steps[0].Shown) != 1 || !strings.Contains(steps[0].Shown[0], `{"message":"four"}`) {
+	if n := steps[0].approvals(); n != 1 || len(steps[0].Shown) != 1 || !strings.Contains(steps[0].Shown[0], `message: "four"`) {
 		t.Errorf("no answer in time: %d approval violations, the human was shown %q", n, steps[0].Shown)
 	}
 

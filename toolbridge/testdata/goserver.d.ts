@@ -63,5 +63,7 @@ declare namespace tools {
       n: number;
       unit: string;
     }>;
+    /** Says what it read. */
+    function transfer(args?: Record<string, unknown>): Promise<unknown>;
   }
 }
