@@ -44,6 +44,7 @@ type rules struct {
 	allow, deny       glob.Set // tools
 	resAllow, resDeny glob.Set // resource URIs
 	noResources       bool     // no resource may be read
+	rulesOnly         bool     // the server has rules: only resources.allow opens a resource
 	calls             []*callrule.Compiled
 }
 
@@ -61,11 +62,13 @@ func compileRules(p Policy) (*rules, error) {
 			return nil, fmt.Errorf("tool %w", err)
 		}
 	}
+	// A server whose tools are listed one by one, or whose calls are
+	// judged by rules, has its resources closed too unless they are
+	// listed: a denied read_file must not come back as a read of
+	// file:///..., and no rule judges a resource read.
+	r.rulesOnly = len(p.Rules) > 0
 	if p.Resources == nil {
-		// A server whose tools are listed one by one has its resources
-		// closed too, unless they are listed: a denied read_file must
-		// not come back as a read of file:///...
-		r.noResources = len(p.Allow) > 0
+		r.noResources = len(p.Allow) > 0 || r.rulesOnly
 		return &r, nil
 	}
 	for _, c := range []struct {
@@ -93,9 +96,15 @@ func (r *rules) refuses(tool string) string {
 	return fmt.Sprintf("tool %s is not in this server's allow list; tools.list() shows the tools allowed", tool)
 }
 
+// closedByRules is why a server with rules reads no resource that
+// resources.allow does not name.
+const closedByRules = "this server's resources are not open to the code: its calls are judged by rules, which cannot judge a resource read, and resources.allow does not list its resources"
+
 // refusesResource returns why the rules refuse reading uri, or "".
 func (r *rules) refusesResource(uri string) string {
 	switch {
+	case r.noResources && r.rulesOnly:
+		return closedByRules
 	case r.noResources:
 		return "this server's resources are not open to the code: its tools are listed one by one (tools.allow), and its resources are not (resources.allow)"
 	case (len(r.resAllow) > 0 || len(r.resDeny) > 0) && !glob.Clean(uri):
@@ -104,7 +113,12 @@ func (r *rules) refusesResource(uri string) string {
 	if g := r.resDeny.Match(uri); g != nil {
 		return fmt.Sprintf("resource %s is denied by this server's policy (rule %q)", uri, g)
 	}
-	if len(r.resAllow) == 0 || r.resAllow.Match(uri) != nil {
+	switch {
+	case r.resAllow.Match(uri) != nil:
+		return ""
+	case len(r.resAllow) == 0 && r.rulesOnly:
+		return closedByRules
+	case len(r.resAllow) == 0:
 		return ""
 	}
 	return fmt.Sprintf("resource %s is not in this server's resources.allow list", uri)

@@ -171,8 +171,12 @@ func TestPolicyHoles(t *testing.T) {
 		{"a look-alike", Policy{Deny: []string{"delete_*"}}, "dеlete_/x", "cannot match cleanly", ""},
 		{"a zero-width joiner", Policy{Deny: []string{"delete_*"}}, "delete\u200d_/x", "cannot match cleanly", ""},
 		{"not listed, no policy", Policy{}, "rm_rf", `has no tool "rm_rf"`, ""},
-		{"a look-alike past a rule", Policy{Rules: []callrule.Rule{{Tools: []string{"delete_*"}, AllowIf: "false"}}}, "dеlete_/x", "cannot match cleanly", ""},
-		{"a rule on a name with /", Policy{Rules: []callrule.Rule{{Tools: []string{"*/delete_*"}, AllowIf: "false", Reason: "no deletions"}}}, "admin/delete_repo", "no deletions", ""},
+		{"a look-alike past a rule", Policy{Rules: []callrule.Rule{{Tools: []string{"delete_*"}, AllowIf: "false"}}}, "dеlete_/x", "cannot match cleanly", closedByRules},
+		{"a rule on a name with /", Policy{Rules: []callrule.Rule{{Tools: []string{"*/delete_*"}, AllowIf: "false", Reason: "no deletions"}}}, "admin/delete_repo", "no deletions", closedByRules},
+		// No rule can judge a resource read: a server with rules has its
+		// resources closed unless resources.allow names them.
+		{"rules, resources denied only", Policy{Rules: []callrule.Rule{{Tools: []string{"delete_*"}, AllowIf: "false"}}, Resources: &Filter{Deny: []string{"file://*"}}}, "echo", "", closedByRules},
+		{"rules, resources allowed", Policy{Rules: []callrule.Rule{{Tools: []string{"delete_*"}, AllowIf: "false"}}, Resources: &Filter{Allow: []string{"test://*"}}}, "echo", "", ""},
 		{"resources opened", Policy{Allow: []string{"echo"}, Resources: &Filter{Allow: []string{"test://*"}}}, "echo", "", ""},
 		{"a resource denied", Policy{Resources: &Filter{Deny: []string{"test://hel*"}}}, "echo", "", `resource test://hello is denied by this server's policy (rule "test://hel*")`},
 		{"a resource not allowed", Policy{Resources: &Filter{Allow: []string{"file:///data/*"}}}, "echo", "", "not in this server's resources.allow list"},
