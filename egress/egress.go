@@ -155,9 +155,9 @@ type Options struct {
 	// Secrets, it is refused. It must be safe for concurrent use.
 	HTTP func(name string, port uint16) []*httprule.Set
 	// Client, when set, names whom the jail's execution runs for, as the
-	// HTTP rules' conditions see it (client.name); "" for no one. It must
-	// be safe for concurrent use.
-	Client func() string
+	// HTTP rules' conditions see it: client.name and client.profile, ""
+	// for no one. It must be safe for concurrent use.
+	Client func() (name, profile string)
 }
 
 // Secrets are what the stack needs to let the jail use credentials it never

@@ -57,7 +57,7 @@ type proxy struct {
 	// (mitm.go).
 	secrets *Secrets
 	http    func(name string, port uint16) []*httprule.Set // see rules.go
-	client  func() string                                  // nil: no one
+	client  func() (name, profile string)                  // nil: no one
 	names   func(string) string                            // placeholders as ${NAME}, for rules; nil without secrets
 
 	sent, recv atomic.Int64 // bytes of the whole execution, each way

@@ -48,7 +48,7 @@ func (f *flow) judge(req *http.Request) bool {
 	}
 	r := httprule.Request{Method: req.Method, Header: req.Header, Names: f.p.names}
 	if f.p.client != nil {
-		r.Client = f.p.client()
+		r.Client, r.Profile = f.p.client()
 	}
 	for _, s := range f.rules {
 		for _, t := range targets {

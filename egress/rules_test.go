@@ -219,3 +219,39 @@ func TestRulesNeedCA(t *testing.T) {
 		t.Errorf("the upstream was connected to %d times", n)
 	}
 }
+
+// Attack: a client of the readonly profile POSTs to an API whose deny rule
+// names that profile. The rule sees whom the execution runs for, profile
+// and all (it saw "" before), so the POST never reaches the host and is
+// reported; another profile's goes through.
+func TestRulesSeeTheProfile(t *testing.T) {
+	f := newRulesFix(t)
+	set, err := httprule.Compile("github", []httprule.Rule{
+		{Deny: true, Text: "POST /**", If: `client.profile == "readonly" || client.name == ""`}, {Text: "* /**"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.p.http = func(string, uint16) []*httprule.Set { return []*httprule.Set{set} }
+	for _, c := range []struct {
+		name, profile string
+		status        int
+	}{{"ro", "readonly", 403}, {"dev", "dev", 200}} {
+		f.p.client = func() (string, string) { return c.name, c.profile }
+		tc, err := f.dialTLS(t, other, "http/1.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resps := exchange(t, tc, "POST /repos/x HTTP/1.1\r\nHost: "+other+"\r\nContent-Length: 0\r\n\r\n")
+		if len(resps) != 1 || resps[0].StatusCode != c.status {
+			t.Fatalf("profile %s: %d answers, want one %d", c.profile, len(resps), c.status)
+		}
+		ev := httpEvents(f)
+		if refused := c.status == 403; refused != (len(ev) == 1) || refused && ev[0].Rule != "github: deny POST /**" {
+			t.Errorf("profile %s: events %+v", c.profile, ev)
+		}
+	}
+	if _, reqs := f.up.seen(); len(reqs) != 1 {
+		t.Errorf("the upstream received %+v, want dev's POST alone", reqs)
+	}
+}

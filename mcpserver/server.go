@@ -438,6 +438,7 @@ func (v *view) poolFor(language string) *sandbox.Pool {
 // servers that offer them. A client calls nothing, and sees nothing in a
 // search or a listing, that its view does not hold.
 type view struct {
+	profile string // "" for the whole configuration's
 	cfg     *config.Config
 	tools   *sandbox.Tools
 	secrets *sandbox.Secrets
@@ -466,7 +467,7 @@ func (s *Server) profileView(name string) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profiles.%s: %w", name, err)
 	}
-	return &view{cfg: cfg, tools: tools, secrets: secrets, owned: true}, nil
+	return &view{profile: name, cfg: cfg, tools: tools, secrets: secrets, owned: true}, nil
 }
 
 // build makes v's warm pools and MCP servers.

@@ -37,9 +37,9 @@ func TestExecutionAPIs(t *testing.T) {
 	}
 	// The rules' conditions see whom the execution runs for, once it
 	// begins (a pooled jail's network is attached before that).
-	x.begin(audit.Execution{}, toolbridge.Caller{Client: "token:0123"})
-	if got := x.net.who(); got != "token:0123" {
-		t.Errorf("the network's rules see client %q", got)
+	x.begin(audit.Execution{}, toolbridge.Caller{Client: "token:0123", Profile: "readonly"})
+	if name, profile := x.net.who(); name != "token:0123" || profile != "readonly" {
+		t.Errorf("the network's rules see client %q of profile %q", name, profile)
 	}
 	n := x.secrets.network(apiNetwork(cfg))
 	for _, h := range []string{"api.github.com", "uploads.github.com", "open.example.com", "vault.example.com", "own.example.com"} {

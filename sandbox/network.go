@@ -16,6 +16,7 @@ import (
 	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/toolbridge"
 	"github.com/cruciblehq/crucible/violation"
 )
 
@@ -72,8 +73,8 @@ type netLog struct {
 	offline bool                // the jail has no network: only its lookups are logged
 
 	mu      sync.Mutex
-	exec    string // the execution's id, once it has begun
-	client  string // whom it runs for
+	exec    string            // the execution's id, once it has begun
+	caller  toolbridge.Caller // whom it runs for
 	use     NetworkUse
 	lines   int
 	refused violations
@@ -88,17 +89,18 @@ func newNetLog(w *audit.Writer) *netLog {
 // begin names the execution the decisions belong to. A warm jail's network
 // exists before its work; nothing in it runs, so nothing is decided, until
 // then.
-func (l *netLog) begin(exec, client string) {
+func (l *netLog) begin(exec string, caller toolbridge.Caller) {
 	l.mu.Lock()
-	l.exec, l.client = exec, client
+	l.exec, l.caller = exec, caller
 	l.mu.Unlock()
 }
 
-// who is whom the execution runs for, as HTTP rules' conditions see it.
-func (l *netLog) who() string {
+// who is whom the execution runs for, as HTTP rules' conditions see it:
+// the client's name and profile.
+func (l *netLog) who() (name, profile string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.client
+	return l.caller.Client, l.caller.Profile
 }
 
 func (l *netLog) report(e egress.Event) {

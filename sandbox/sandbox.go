@@ -202,7 +202,7 @@ func (x *execution) attach(cfg *config.Config) error {
 	}
 	if x.ev.Exec != "" {
 		// A one-shot execution has begun already: its decisions are its own.
-		x.net.begin(x.ev.Exec, x.caller.Client)
+		x.net.begin(x.ev.Exec, x.caller)
 	}
 	return err
 }
@@ -240,7 +240,7 @@ func (x *execution) begin(ev audit.Execution, caller toolbridge.Caller) {
 	ev.Exec, ev.Client = newID(), caller.Client
 	x.ev, x.began, x.caller = ev, time.Now(), caller
 	if x.net != nil {
-		x.net.begin(ev.Exec, caller.Client)
+		x.net.begin(ev.Exec, caller)
 	}
 	if x.tools != nil {
 		x.tools.serve(ev.Exec, caller)

@@ -41,7 +41,7 @@ func serverStart(name string, s config.Server, allowDegraded []string, w *audit.
 			return nil, fmt.Errorf("servers.%s.network: %w", name, err)
 		}
 		if log != nil {
-			log.begin("server:"+name, "")
+			log.begin("server:"+name, toolbridge.Caller{})
 		}
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
