@@ -36,36 +36,60 @@ import (
 
 // Bounds of the issuer's keys.
 const (
-	keysMaxAge = 15 * time.Minute // fetched again once older
-	keysMinGap = 30 * time.Second // an unknown kid fetches them again at most this often
-	oauthSkew  = time.Minute      // for exp, nbf and iat
-	maxFetched = 1 << 20          // a metadata or JWKS document
+	keysMaxAge   = 15 * time.Minute // fetched again once older
+	keysMinGap   = 30 * time.Second // from the end of one fetch to the start of the next
+	fetchTimeout = 10 * time.Second // a whole fetch: metadata and JWKS
+	oauthSkew    = time.Minute      // for exp, nbf and iat
+	maxFetched   = 1 << 20          // a metadata or JWKS document
 )
 
 // oauthVerifier checks the access tokens of one issuer.
+//
+// Its keys are fetched when it is made, and again when they are old or a
+// token names a kid not among them (a rotation). A fetch is the
+// verifier's, not a request's: it runs on the verifier's context with a
+// timeout of its own, one at a time, and a request that needs it waits
+// for it only as long as its own context lets it; so a client that hangs
+// up cancels nothing, and the gap after a fetch, which bounds what tokens
+// of made-up kids can make the issuer do, follows only a fetch that ended
+// by itself. Until keys are had every token of the issuer is refused.
 type oauthVerifier struct {
 	cfg     config.OAuth
 	clients map[string]map[string]string // the clients known by claims, by name
 	http    *http.Client
-	log     *slog.Logger // the operator's: why the keys could not be had
-
-	minGap time.Duration // keysMinGap; a test's to change
+	log     *slog.Logger    // the operator's: why the keys could not be had
+	ctx     context.Context // the fetches'; ends with the server
 
 	mu       sync.Mutex
+	now      func() time.Time // time.Now; a test's to change
 	keys     jwk.Set
-	fetched  time.Time     // when keys were last fetched (or tried)
+	fetched  time.Time     // when keys were fetched
+	ended    time.Time     // when the last fetch ended, well or not
 	fetching chan struct{} // closed when the fetch under way ends; nil when none
 
 	jwksURL string // found once; only the one fetch under way uses it
 }
 
-func newOAuthVerifier(cfg *config.Config, log *slog.Logger) *oauthVerifier {
-	v := &oauthVerifier{cfg: cfg.Serve.OAuth, clients: map[string]map[string]string{}, http: &http.Client{Timeout: 10 * time.Second}, minGap: keysMinGap, log: log}
+// newOAuthVerifier makes the verifier of cfg's serve.oauth and starts
+// fetching its issuer's keys; ctx bounds its fetches.
+func newOAuthVerifier(ctx context.Context, cfg *config.Config, log *slog.Logger) *oauthVerifier {
+	v := &oauthVerifier{cfg: cfg.Serve.OAuth, clients: map[string]map[string]string{}, log: log, ctx: ctx, now: time.Now}
+	// No redirect is followed: the URLs are the operator's, or the
+	// issuer's metadata's, and a redirect would take the keys from
+	// wherever the answer says. Refusing them all is simpler than
+	// telling a same-host https redirect from another, and an issuer
+	// serves these documents where it says they are.
+	v.http = &http.Client{CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		return fmt.Errorf("redirected to %s: redirects are refused (set serve.oauth.jwks_url to where the keys are)", req.URL.Redacted())
+	}}
 	for name, c := range cfg.Clients {
 		if c.OAuth != nil {
 			v.clients[name] = c.OAuth
 		}
 	}
+	v.mu.Lock()
+	v.startFetch()
+	v.mu.Unlock()
 	return v
 }
 
@@ -175,62 +199,59 @@ func claimsMatch(claims map[string]any, want map[string]string) bool {
 	return true
 }
 
-// keySet returns the issuer's keys, fetched again when they are old, or
-// when kid is not among them (a rotation), at most once per minGap. The
-// fetch is made without the lock: a request meanwhile takes the keys there
-// are (one with none waits for the fetch).
+// keySet returns the issuer's keys. It starts a fetch when none is under
+// way, the last ended keysMinGap ago or more, and the keys are old, or
+// none, or kid is not among them; and it waits for the fetch under way
+// (or ctx) only when kid is not among the keys: old keys still serve.
 func (v *oauthVerifier) keySet(ctx context.Context, kid string) (jwk.Set, error) {
 	v.mu.Lock()
-	stale := v.keys == nil || time.Since(v.fetched) > keysMaxAge
-	if !stale && kid != "" {
-		_, known := v.keys.LookupKeyID(kid)
-		stale = !known
+	known := v.keys != nil
+	if known && kid != "" {
+		_, known = v.keys.LookupKeyID(kid)
 	}
-	if !stale || v.keys != nil && (v.fetching != nil || time.Since(v.fetched) < v.minGap) {
-		keys := v.keys
-		v.mu.Unlock()
-		return keys, nil
+	now := v.now()
+	if v.fetching == nil && now.Sub(v.ended) >= keysMinGap && (!known || now.Sub(v.fetched) > keysMaxAge) {
+		v.startFetch()
 	}
-	if v.keys == nil && v.fetching == nil && !v.fetched.IsZero() && time.Since(v.fetched) < v.minGap {
-		v.mu.Unlock() // the last fetch failed: the issuer is not asked again so soon
-		return nil, errors.New("the issuer's keys could not be fetched")
-	}
-	if wait := v.fetching; wait != nil { // no keys yet, and a fetch under way
-		v.mu.Unlock()
+	keys, wait := v.keys, v.fetching
+	v.mu.Unlock()
+	if !known && wait != nil {
 		select {
 		case <-wait:
-		case <-ctx.Done():
+		case <-ctx.Done(): // this request gives up; the fetch goes on for the others
 			return nil, ctx.Err()
 		}
 		v.mu.Lock()
-		defer v.mu.Unlock()
-		if v.keys == nil {
-			return nil, errors.New("the issuer's keys could not be fetched")
-		}
-		return v.keys, nil
+		keys = v.keys
+		v.mu.Unlock()
 	}
+	if keys == nil {
+		return nil, errors.New("the issuer's keys could not be fetched")
+	}
+	return keys, nil
+}
+
+// startFetch fetches the keys in the background; v.mu is held.
+func (v *oauthVerifier) startFetch() {
 	done := make(chan struct{})
-	v.fetching, v.fetched = done, time.Now()
-	v.mu.Unlock()
-
-	keys, err := v.fetch(ctx)
-	if err != nil {
-		// The token's holder is told only that the keys cannot be had;
-		// the operator, why (the URLs are the operator's).
-		v.log.Warn("the OAuth issuer's keys could not be fetched; its tokens are refused", "issuer", v.cfg.Issuer, "error", err)
-	}
-
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if err == nil {
-		v.keys = keys
-	}
-	v.fetching = nil
-	close(done)
-	if v.keys == nil {
-		return nil, err
-	}
-	return v.keys, nil
+	v.fetching = done
+	go func() {
+		ctx, cancel := context.WithTimeout(v.ctx, fetchTimeout)
+		keys, err := v.fetch(ctx)
+		cancel()
+		if err != nil && v.ctx.Err() == nil {
+			// The token's holder is told only that the keys cannot be
+			// had; the operator, why (the URLs are the operator's).
+			v.log.Warn("the OAuth issuer's keys could not be fetched; its tokens are refused", "issuer", v.cfg.Issuer, "error", err)
+		}
+		v.mu.Lock()
+		if err == nil {
+			v.keys, v.fetched = keys, v.now()
+		}
+		v.ended, v.fetching = v.now(), nil
+		v.mu.Unlock()
+		close(done)
+	}()
 }
 
 // fetch gets the issuer's JWKS: from jwks_url, else from the issuer's
@@ -259,22 +280,25 @@ func (v *oauthVerifier) discover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := strings.TrimSuffix(iss.Path, "/")
+	issPath := strings.TrimSuffix(iss.Path, "/")
+	var why []string
 	for _, u := range []string{
-		iss.Scheme + "://" + iss.Host + "/.well-known/oauth-authorization-server" + path,
+		iss.Scheme + "://" + iss.Host + "/.well-known/oauth-authorization-server" + issPath,
 		strings.TrimSuffix(v.cfg.Issuer, "/") + "/.well-known/openid-configuration",
 	} {
 		b, err := v.get(ctx, u)
 		if err != nil {
+			why = append(why, err.Error())
 			continue
 		}
 		var meta oauthex.AuthServerMeta
 		if json.Unmarshal(b, &meta) != nil || strings.TrimSuffix(meta.Issuer, "/") != strings.TrimSuffix(v.cfg.Issuer, "/") || meta.JWKSURI == "" {
+			why = append(why, u+": no metadata of this issuer with a jwks_uri")
 			continue
 		}
 		return meta.JWKSURI, nil
 	}
-	return "", errors.New("the issuer publishes no metadata with a jwks_uri (set serve.oauth.jwks_url)")
+	return "", fmt.Errorf("the issuer publishes no metadata with a jwks_uri (set serve.oauth.jwks_url): %s", strings.Join(why, "; "))
 }
 
 func (v *oauthVerifier) get(ctx context.Context, u string) ([]byte, error) {

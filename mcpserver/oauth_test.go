@@ -36,15 +36,19 @@ type issuer struct {
 	*httptest.Server
 	t *testing.T
 
-	mu     sync.Mutex
-	keys   []jwk.Key // private; the first signs
-	served int       // JWKS fetches
-	down   bool      // the JWKS answers 503
+	hits chan struct{} // a value for each JWKS request, as it comes
+
+	mu       sync.Mutex
+	keys     []jwk.Key         // private; the first signs
+	served   int               // JWKS fetches
+	down     bool              // the JWKS answers 503
+	hold     chan struct{}     // not nil: a JWKS request waits for it to close (or its client to go)
+	redirect map[string]string // a path's requests redirect to its URL
 }
 
 func newIssuer(t *testing.T) *issuer {
 	t.Helper()
-	is := &issuer{t: t}
+	is := &issuer{t: t, hits: make(chan struct{}, 64)}
 	is.rotate("k1")
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
@@ -57,8 +61,22 @@ func newIssuer(t *testing.T) *issuer {
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.mu.Lock()
-		defer is.mu.Unlock()
 		is.served++
+		hold := is.hold
+		is.mu.Unlock()
+		select {
+		case is.hits <- struct{}{}:
+		default:
+		}
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		is.mu.Lock()
+		defer is.mu.Unlock()
 		if is.down {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
@@ -89,7 +107,16 @@ func newIssuer(t *testing.T) *issuer {
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": is.token(r.FormValue("resource"), id, scope, now, now.Add(time.Hour)),
 			"token_type": "Bearer", "expires_in": 3600, "scope": scope})
 	})
-	is.Server = httptest.NewServer(mux)
+	is.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		is.mu.Lock()
+		to := is.redirect[r.URL.Path]
+		is.mu.Unlock()
+		if to != "" {
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(is.Close)
 	return is
 }
@@ -224,6 +251,7 @@ func oauthServerLogged(t *testing.T, is *issuer, clients map[string]config.Clien
 func TestOAuthTokens(t *testing.T) {
 	is := newIssuer(t)
 	url, s := oauthServer(t, is, nil)
+	clock := fakeClock(s)
 	aud := url + "/mcp"
 	now := time.Now()
 	hour := time.Hour
@@ -273,21 +301,13 @@ func TestOAuthTokens(t *testing.T) {
 	before := is.served
 	is.mu.Unlock()
 	is.rotate("k2")
-	setGap := func(d time.Duration) {
-		s.oauth.mu.Lock()
-		s.oauth.minGap = d
-		s.oauth.mu.Unlock()
-	}
-	setGap(0) // as if keysMinGap had passed since the first fetch
+	clock.advance(keysMinGap)
 	if status, chal := initialize(t, url, is.token(aud, "alice", "crucible", now, now.Add(hour))); status != 200 {
 		t.Errorf("after a rotation: %d %q", status, chal)
 	}
 	// Tokens of unknown kids in a burst fetch nothing more.
-	setGap(time.Hour)
-	enc := base64.RawURLEncoding.EncodeToString
 	for i := range 20 {
-		unknown := enc([]byte(`{"alg":"RS256","kid":"k-`+strings.Repeat("x", i)+`"}`)) + "." + enc([]byte(`{"sub":"m"}`)) + "." + enc([]byte("sig"))
-		if status, _ := initialize(t, url, unknown); status != 401 {
+		if status, _ := initialize(t, url, unknownKid(i)); status != 401 {
 			t.Errorf("a token of an unknown kid: %d", status)
 		}
 	}
@@ -352,27 +372,38 @@ func TestOAuthTypeScriptClient(t *testing.T) {
 }
 
 // An issuer whose keys cannot be had: its tokens get 401, a burst of them
-// asks it for its keys once, not once each, and the operator's log says
-// why.
+// asks it for its keys once (at start), not once each, and the operator's
+// log says why; keysMinGap later, the next token asks it again.
 func TestOAuthIssuerDown(t *testing.T) {
 	is := newIssuer(t)
 	is.mu.Lock()
 	is.down = true
 	is.mu.Unlock()
 	var logged syncBuffer
-	url, _ := oauthServerLogged(t, is, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+	url, s := oauthServerLogged(t, is, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+	clock := fakeClock(s)
 	now := time.Now()
+	token := is.token(url+"/mcp", "alice", "crucible", now, now.Add(time.Hour))
 	for range 20 {
-		if status, _ := initialize(t, url, is.token(url+"/mcp", "alice", "crucible", now, now.Add(time.Hour))); status != 401 {
+		if status, _ := initialize(t, url, token); status != 401 {
 			t.Errorf("a token while the issuer is down: %d", status)
 		}
 	}
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	if is.served != 1 {
-		t.Errorf("the issuer was asked for its keys %d times, want 1", is.served)
+	if n := is.servedNow(); n != 1 {
+		t.Errorf("the issuer was asked for its keys %d times, want 1", n)
 	}
 	if l := logged.String(); !strings.Contains(l, "the OAuth issuer's keys could not be fetched") || !strings.Contains(l, "503") {
 		t.Errorf("the log does not say why the tokens are refused:\n%s", l)
+	}
+
+	is.mu.Lock()
+	is.down = false
+	is.mu.Unlock()
+	clock.advance(keysMinGap)
+	if status, chal := initialize(t, url, token); status != 200 {
+		t.Errorf("a token once the issuer is back and keysMinGap has passed: %d %q", status, chal)
+	}
+	if n := is.servedNow(); n != 2 {
+		t.Errorf("the issuer was asked for its keys %d times, want 2", n)
 	}
 }

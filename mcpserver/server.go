@@ -180,7 +180,7 @@ func New(o Options) (*Server, error) {
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
 	if o.Config.Serve.OAuth.Enabled() {
-		s.oauth = newOAuthVerifier(o.Config, log)
+		s.oauth = newOAuthVerifier(ctx, o.Config, log)
 	}
 	if replicas != nil {
 		s.stats.counter("crucible_replica_forwards_total", "Requests forwarded to the replica that owns their session, workspace or paused execution.", func() float64 { return float64(s.forwards.Load()) })
