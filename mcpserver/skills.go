@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/toolbridge"
 )
 
 // Skills are reusable programs, read-only at /skills in every jail,
@@ -205,23 +206,11 @@ func savedSkillsOf(v *view, client string) string {
 }
 
 // clientSkillsDir is where client's saved skills are kept under root: a
-// directory named for the client, by a name that stays in root and that
-// no other client's can take.
+// directory named by the client's key, which stays in root and which no
+// other client's can take.
 func clientSkillsDir(root, client string) string {
-	name := "client-" + client
-	switch hex, isToken := strings.CutPrefix(client, "token:"); {
-	case client == "stdio":
-		name = client
-	case isToken && plainName.MatchString(hex):
-		name = "token-" + hex
-	case !plainName.MatchString(client):
-		name = fmt.Sprintf("id-%x", sha256.Sum256([]byte(client)))
-	}
-	return filepath.Join(root, name)
+	return filepath.Join(root, toolbridge.ClientKey(client))
 }
-
-// plainName is a client's name that can name its directory of skills as it is.
-var plainName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
 
 // skillResource is the resource of skill name, described by desc.
 func skillResource(name, desc string) *mcp.Resource {

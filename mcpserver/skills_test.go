@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +19,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/sandbox"
+	"github.com/cruciblehq/crucible/toolbridge"
 )
 
 // syncBuffer is a bytes.Buffer safe for the audit writer's goroutine.
@@ -269,5 +272,28 @@ func TestAttackSavedSkills(t *testing.T) {
 	}
 	if names := testenv.DirNames(t, dir); !slices.Equal(names, []string{"greet.ts"}) {
 		t.Errorf("the operator's directory holds %q", names)
+	}
+}
+
+// A client's directory of saved skills is named by its key, as {client}
+// is: both keep clients apart the same way. The names are those saved
+// skills already lie under: a change would lose them.
+func TestSkillsDirIsClientKey(t *testing.T) {
+	for client, want := range map[string]string{
+		"stdio":                   "stdio",
+		"ci":                      "client-ci",
+		"token:0123456789abcdef":  "token-0123456789abcdef",
+		"token-0123456789abcdef":  "client-token-0123456789abcdef",
+		"oauth:alice@example.com": "id-f666d93060e539991fb760fe3d5319bf3f4db45748ff2b1b477f5f8b3608ae75",
+		"oauth:alice-example.com": "id-" + fmt.Sprintf("%x", sha256.Sum256([]byte("oauth:alice-example.com"))),
+		"..":                      "id-" + fmt.Sprintf("%x", sha256.Sum256([]byte(".."))),
+	} {
+		got := clientSkillsDir("/saved", client)
+		if got != filepath.Join("/saved", want) {
+			t.Errorf("%q's skills are in %s, want /saved/%s", client, got, want)
+		}
+		if key := toolbridge.ClientKey(client); filepath.Base(got) != key {
+			t.Errorf("%q's skills are in %s, its {client} is %s", client, got, key)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package toolbridge
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -191,26 +193,50 @@ const clientToken = "{client}"
 // instances are kept apart.
 const catalog = "catalog"
 
-// ClientKey is a client's name as {client} writes it in a path: letters,
-// digits, '-', '_' and '.' kept, every other byte '-'; "local" for no
-// client (crucible run, exec).
+// ClientKey is a client's name as it may name a file, a URL's path or a
+// header's value: what {client} writes in a server's settings, and the
+// name of the client's directory of saved skills. No two clients share a
+// key, whatever their names (OAuth subjects are anyone's choosing): each
+// form has a prefix of its own, and a name that could not stand in it as
+// it is is hashed whole.
+//
+//	""                 local (crucible run, exec)
+//	stdio, catalog     themselves (config reserves them, and local)
+//	token:HEX          token-HEX (an anonymous token)
+//	NAME               client-NAME, if plain
+//	anything else      id- and the hex of its SHA-256
+//
+// Saved skills are kept under these names: a change moves every client's.
 func ClientKey(client string) string {
-	if client == "" {
+	switch hex, isToken := strings.CutPrefix(client, "token:"); {
+	case client == "":
 		return "local"
+	case client == "stdio" || client == catalog:
+		return client
+	case isToken && plain(hex):
+		return "token-" + hex
+	case plain(client):
+		return "client-" + client
 	}
-	b := []byte(client)
-	for i, c := range b {
-		if !keyByte(c) {
-			b[i] = '-'
-		}
-	}
-	if s := string(b); s != "." && s != ".." {
-		return s
-	}
-	return "local"
+	return fmt.Sprintf("id-%x", sha256.Sum256([]byte(client)))
 }
 
-// keyByte says whether c stays as it is in a client's key.
+// plain says whether name may stand in a key as it is: 1 to 64 letters,
+// digits, '_', '.' and '-', the first neither '.' nor '-' (no "..", no
+// option).
+func plain(name string) bool {
+	if name == "" || len(name) > 64 || name[0] == '.' || name[0] == '-' {
+		return false
+	}
+	for i := range len(name) {
+		if !keyByte(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyByte says whether c may stand in a key.
 func keyByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
 }
