@@ -79,8 +79,10 @@ type Serve struct {
 	// this many times sandbox.tmp_size. Default 32; 1 to MaxWorkspaces.
 	MaxWorkspacesPerClient int `yaml:"max_workspaces_per_client"`
 	// MaxSessionsPerClient bounds the HTTP sessions (2025-11-25) one
-	// client holds at once: past it, an initialize is refused (429).
-	// Default 16; 1 to 1024.
+	// client holds at once: past it, an initialize ends the client's
+	// least recently used idle session (no request in flight; its next
+	// request gets 404, and its client starts anew), and is refused (429)
+	// only when every one is busy. Default 16; 1 to 1024.
 	MaxSessionsPerClient int `yaml:"max_sessions_per_client"`
 	// MaxBody bounds one HTTP request body. Default 4MiB; 1KiB to 256MiB.
 	MaxBody ByteSize `yaml:"max_body"`

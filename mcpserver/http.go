@@ -78,6 +78,16 @@ func (s *Server) Handler(tokens []string) http.Handler {
 			s.openSession(w, r, sessionful)
 			return
 		}
+		if sid != "" && r.Method == http.MethodPost {
+			// Busy while served, so that it is not the session ended
+			// for a new one; one being ended gets the 404 it will.
+			done, ok := s.held.use(requestClient(r), sid)
+			if !ok {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+			defer done()
+		}
 		sessionful.ServeHTTP(w, r)
 	})
 	requireToken := s.requireBearer(newTokens(tokens, s.o.Clients))
@@ -443,8 +453,11 @@ func (q *requests) context(id string) context.Context {
 }
 
 // openSession serves an initialize (a sessionful POST without a session
-// id) if client may open one more session, and keeps count of the session
-// made until it ends.
+// id) if client may open one more session, and keeps it in s.held until it
+// ends. Past serve.max_sessions_per_client it first ends the client's
+// least recently used idle session: a client that exits without DELETE
+// (or crashes) leaves its sessions behind, which would otherwise lock it
+// out until they idle out.
 func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	client := requestClient(r)
 	if err := s.rate.allow(client); err != nil {
@@ -452,17 +465,19 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Hand
 		return
 	}
 	most := s.cfg.Serve.MaxSessionsPerClient
-	s.mu.Lock()
-	if s.opened == nil {
-		s.opened = map[string]int{}
-	}
-	if s.opened[client] >= most {
-		s.mu.Unlock()
-		http.Error(w, fmt.Sprintf("Too Many Requests: this client holds %d sessions, the most it may (serve.max_sessions_per_client): end one (DELETE /mcp) or reuse it", most), http.StatusTooManyRequests)
+	idle, ok := s.held.admit(client, most)
+	if !ok {
+		http.Error(w, fmt.Sprintf("Too Many Requests: this client holds %d sessions, the most it may (serve.max_sessions_per_client), and each has a request in flight: retry once one is answered, or end one (DELETE /mcp)", most), http.StatusTooManyRequests)
 		return
 	}
-	s.opened[client]++ // held while the initialize is served
-	s.mu.Unlock()
+	if idle != nil {
+		// Ended as a DELETE ends it: its executions stopped, then the
+		// SDK's Close (its next request gets 404), whose end sessionOf
+		// and the goroutine below see, as they see an idle timeout.
+		s.log.Info("ended a client's least recently used idle session to open another (serve.max_sessions_per_client)", "client", client, "session", idle.ss.ID())
+		s.endSession(idle.ss.ID(), client)
+		_ = idle.ss.Close()
+	}
 	h.ServeHTTP(w, r)
 	var made *mcp.ServerSession
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
@@ -474,9 +489,10 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Hand
 		}
 	}
 	if made == nil || !s.join(&s.wg) {
-		s.closeSession(client)
+		s.held.opened(client, nil)
 		return
 	}
+	s.held.opened(client, made)
 	ended := make(chan struct{})
 	go func() {
 		_ = made.Wait()
@@ -488,17 +504,117 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Hand
 		case <-ended:
 		case <-s.ctx.Done():
 		}
-		s.closeSession(client)
+		s.held.gone(client, made.ID())
 	}()
 }
 
-// closeSession counts one of client's sessions gone.
-func (s *Server) closeSession(client string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.opened[client]--; s.opened[client] <= 0 {
-		delete(s.opened, client)
+// httpSessions are the 2025-11-25 HTTP sessions each client holds (or is
+// opening): what serve.max_sessions_per_client counts, and what picks the
+// session to end past it.
+type httpSessions struct {
+	mu      sync.Mutex
+	opening map[string]int                     // initializes being served, by client
+	held    map[string]map[string]*httpSession // by client, then Mcp-Session-Id
+	clock   uint64                             // counts uses: orders them
+}
+
+// httpSession is the use of one session. It is idle while no POST of it
+// is in flight, as the SDK's idle timeout (serve.workspace_ttl) counts:
+// a GET stream alone does not hold it, for a client that crashed or left
+// may hold one until its connection is seen to be gone.
+type httpSession struct {
+	ss       *mcp.ServerSession
+	inFlight int    // POSTs being served
+	last     uint64 // the clock when one last began or ended
+	ending   bool   // picked to end: no more POSTs of it are served
+}
+
+// admit counts one more session of client being opened, if it holds fewer
+// than most; else, if one of its sessions is idle, it picks the least
+// recently used one to end (the caller ends it) and counts the new one in
+// its place. ok is false when all are busy.
+func (h *httpSessions) admit(client string, most int) (idle *httpSession, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.opening[client]
+	for _, se := range h.held[client] {
+		if se.ending {
+			continue
+		}
+		n++
+		if se.inFlight == 0 && (idle == nil || se.last < idle.last) {
+			idle = se
+		}
 	}
+	if n < most {
+		idle = nil
+	} else if idle == nil {
+		return nil, false
+	} else {
+		idle.ending = true
+	}
+	if h.opening == nil {
+		h.opening = map[string]int{}
+	}
+	h.opening[client]++
+	return idle, true
+}
+
+// opened counts an initialize of client served: ss is the session it
+// made, nil if none.
+func (h *httpSessions) opened(client string, ss *mcp.ServerSession) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.opening[client]--; h.opening[client] <= 0 {
+		delete(h.opening, client)
+	}
+	if ss == nil {
+		return
+	}
+	if h.held == nil {
+		h.held = map[string]map[string]*httpSession{}
+	}
+	if h.held[client] == nil {
+		h.held[client] = map[string]*httpSession{}
+	}
+	h.clock++
+	h.held[client][ss.ID()] = &httpSession{ss: ss, last: h.clock}
+}
+
+// gone forgets client's session id, which has ended.
+func (h *httpSessions) gone(client, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.held[client], id)
+	if len(h.held[client]) == 0 {
+		delete(h.held, client)
+	}
+}
+
+// use counts a POST of client's session id in flight until done is called;
+// ok is false if the session is being ended. A session that is not held
+// (another client's, one gone, or one whose initialize is still being
+// answered) is left to the SDK to answer.
+func (h *httpSessions) use(client, id string) (done func(), ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	se := h.held[client][id]
+	if se == nil {
+		return func() {}, true
+	}
+	if se.ending {
+		return nil, false
+	}
+	h.clock++
+	se.inFlight++
+	se.last = h.clock
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.clock++
+		se.inFlight--
+		se.last = h.clock
+	}, true
 }
 
 // requestClient is the client of an HTTP request that passed the bearer

@@ -90,13 +90,13 @@ type Server struct {
 	// tears down what they use (the sessions, the workspaces, wg).
 	calls sync.WaitGroup
 
-	requests  requests  // the HTTP requests being served
-	approvals approvals // executions waiting for a 2026-07-28 client's answer
+	requests  requests     // the HTTP requests being served
+	approvals approvals    // executions waiting for a 2026-07-28 client's answer
+	held      httpSessions // the 2025-11-25 HTTP sessions, by client
 
 	mu       sync.Mutex
 	closed   bool // Close has begun: nothing more joins wg or calls
 	sessions map[*mcp.ServerSession]*session
-	opened   map[string]int // HTTP sessions held (or being opened), by client
 }
 
 // session is what an MCP session (stdio, or an HTTP session) holds: its
