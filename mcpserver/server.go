@@ -159,7 +159,8 @@ func New(o Options) (*Server, error) {
 		NewHandle: func() string { return mint("ws_") },
 		Size:      int64(o.Config.Sandbox.TmpSize), TTL: time.Duration(sv.WorkspaceTTL), Total: sv.MaxWorkspaces,
 		TotalBytes: int64(sv.MaxWorkspaceBytes), PerClient: sv.MaxWorkspacesPerClient,
-		Spare: sv.Pool, // as many as the warm jails of a pool, which a burst of fresh calls takes
+		Spare:  sv.Pool, // as many as the warm jails of a pool, which a burst of fresh calls takes
+		Logger: log,
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cruciblehq/crucible/userns"
 )
 
 // instance is one server's directory under the root, locked (flock) for as
@@ -49,6 +52,57 @@ func openInstance(root string) (*instance, error) {
 
 var errRootGone = errors.New("the root was removed")
 
+// errNotOurs is lockRoot's refusal of a root that another user made or
+// could change: a link, not a directory, or not ours alone.
+var errNotOurs = errors.New("not this user's alone")
+
+// runDir is root's fallback for the default root, in a directory only
+// root may make; a variable for the tests.
+var runDir = "/run/crucible"
+
+// openDefault opens the default root, crucible-workspaces-UID in the
+// temporary directory. Any user may make that name first (the directory
+// is shared): it is refused then, as is any root not ours, but instead of
+// refusing to start we use a directory of our own, and say which: the
+// one in $XDG_RUNTIME_DIR, else runDir's, else a fresh one, which the
+// last close removes like any root.
+func openDefault(log *slog.Logger) (*instance, error) {
+	name := "crucible-workspaces-" + strconv.Itoa(userns.HostUID())
+	taken := filepath.Join(os.TempDir(), name)
+	inst, err := openInstance(taken)
+	if !errors.Is(err, errNotOurs) {
+		return inst, err
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && private(d) {
+		inst, _ = openInstance(filepath.Join(d, "crucible-workspaces"))
+	}
+	if inst == nil {
+		_ = os.Mkdir(runDir, 0o700) // root's alone: others may not write /run
+		if private(runDir) {
+			inst, _ = openInstance(filepath.Join(runDir, "workspaces"))
+		}
+	}
+	if inst == nil {
+		root, err := os.MkdirTemp("", name+"-") // 0700, ours
+		if err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		if inst, err = openInstance(root); err != nil {
+			_ = os.Remove(root)
+			return nil, err
+		}
+	}
+	log.Warn("workspaces: the default directory is not ours alone (another user made it?): using another", "refused", taken, "using", inst.root)
+	return inst, nil
+}
+
+// private says whether dir is a directory (not a link) that is ours alone.
+func private(dir string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR &&
+		int(st.Uid) == os.Geteuid() && st.Mode&0o077 == 0
+}
+
 // lockRoot makes root if need be, checks that it is ours, and locks it.
 func lockRoot(root string) (*os.File, error) {
 	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -57,6 +111,9 @@ func lockRoot(root string) (*os.File, error) {
 	// O_NOFOLLOW: a link planted at the root's name (it is in a shared
 	// temporary directory) is refused, not followed.
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return nil, fmt.Errorf("workspace: %s is %w: %w", root, errNotOurs, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("workspace: opening %s: %w", root, err)
 	}
@@ -68,7 +125,7 @@ func lockRoot(root string) (*os.File, error) {
 	}
 	if int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
 		f.Close()
-		return nil, fmt.Errorf("workspace: %s is not this user's alone (owner %d, mode %o): remove it, or set another root", root, st.Uid, st.Mode&0o777)
+		return nil, fmt.Errorf("workspace: %s is %w (owner %d, mode %o): remove it, or set another root", root, errNotOurs, st.Uid, st.Mode&0o777)
 	}
 	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
 		f.Close()

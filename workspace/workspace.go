@@ -19,9 +19,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -45,9 +44,16 @@ var (
 // Options configure a Set. The zero value of each field but Size means
 // its default.
 type Options struct {
-	// Root is the directory that every server's instance lives in;
-	// default crucible-workspaces-UID in the temporary directory.
+	// Root is the directory that every server's instance lives in, which
+	// must be ours alone. Default crucible-workspaces-UID in the
+	// temporary directory; if another user has made that name, one of
+	// ours instead: $XDG_RUNTIME_DIR/crucible-workspaces,
+	// /run/crucible/workspaces, or a fresh crucible-workspaces-UID-*
+	// in the temporary directory, which Logger names.
 	Root string
+	// Logger hears which directory the workspaces use when it is not the
+	// default; nil discards. It is the operator's: it names host paths.
+	Logger *slog.Logger
 	// Size is the bytes one workspace may hold (its tmpfs's size).
 	Size int64
 	// TTL is how long an idle workspace lives; default 30 minutes.
@@ -114,9 +120,6 @@ func Open(o Options) (*Set, error) {
 	if o.Size <= 0 {
 		return nil, errors.New("workspace: no size")
 	}
-	if o.Root == "" {
-		o.Root = filepath.Join(os.TempDir(), "crucible-workspaces-"+strconv.Itoa(userns.HostUID()))
-	}
 	o.TTL = cmp.Or(o.TTL, 30*time.Minute)
 	o.PerClient = cmp.Or(o.PerClient, 32)
 	o.Total = cmp.Or(o.Total, 256)
@@ -134,7 +137,13 @@ func Open(o Options) (*Set, error) {
 			return "ws_" + hex.EncodeToString(b)
 		}
 	}
-	inst, err := openInstance(o.Root)
+	var inst *instance
+	var err error
+	if o.Root == "" {
+		inst, err = openDefault(cmp.Or(o.Logger, slog.New(slog.DiscardHandler)))
+	} else {
+		inst, err = openInstance(o.Root) // the operator's choice: refused if not ours
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/userns"
 )
 
 // childEnv makes the test binary a server that opens a Set under the root
@@ -339,5 +342,122 @@ func TestTotalBytes(t *testing.T) {
 	}
 	if _, err := Open(Options{Root: filepath.Join(t.TempDir(), "r"), Size: 2 << 20, TotalBytes: 1 << 20}); err == nil {
 		t.Error("a set in which not one workspace fits opened")
+	}
+}
+
+// Anyone may make the default root's name first in the shared temporary
+// directory: a directory of another user's, or a link. The server does
+// not stop: it uses a directory of its own (ours, 0700), says which on
+// the operator's log, leaves the planted one alone, and removes its own
+// once closed. A root the operator chose that is planted is refused.
+func TestAttackPlantedDefaultRoot(t *testing.T) {
+	testenv.NeedRoot(t, "mounts a tmpfs per workspace, chowns to another user")
+	planted := func(t *testing.T, p string) { // another user's
+		t.Helper()
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// plant makes the default root's name, and the XDG and run
+		// directories (fresh names under tmp), and returns the root
+		// wanted ("" for a fresh one in TMPDIR).
+		plant func(t *testing.T, dflt, xdg, run string) string
+	}{
+		{"another user's directory", func(t *testing.T, dflt, xdg, run string) string {
+			planted(t, dflt)
+			if err := os.Mkdir(xdg, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(xdg, "crucible-workspaces")
+		}},
+		{"a link, no XDG_RUNTIME_DIR", func(t *testing.T, dflt, xdg, run string) string {
+			if err := os.Symlink(t.TempDir(), dflt); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("XDG_RUNTIME_DIR", "")
+			return filepath.Join(run, "workspaces")
+		}},
+		{"XDG_RUNTIME_DIR and the run directory another user's too", func(t *testing.T, dflt, xdg, run string) string {
+			planted(t, dflt)
+			planted(t, xdg)
+			planted(t, run)
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			dflt := filepath.Join(tmp, "crucible-workspaces-"+strconv.Itoa(userns.HostUID()))
+			xdg := filepath.Join(t.TempDir(), "xdg")
+			t.Setenv("XDG_RUNTIME_DIR", xdg)
+			oldRun := runDir
+			runDir = filepath.Join(t.TempDir(), "crucible")
+			t.Cleanup(func() { runDir = oldRun })
+			want := tc.plant(t, dflt, xdg, runDir)
+			before, _ := os.Lstat(dflt)
+
+			var log strings.Builder
+			s, err := Open(Options{Size: 1 << 20, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatalf("a planted default root stopped the server: %v", err)
+			}
+			closed := false
+			t.Cleanup(func() {
+				if !closed {
+					_ = s.Close()
+				}
+			})
+			root := filepath.Dir(s.Path())
+			if want == "" {
+				if filepath.Dir(root) != tmp || !strings.HasPrefix(filepath.Base(root), filepath.Base(dflt)+"-") {
+					t.Errorf("the root is %s; want a fresh %s-* in TMPDIR", root, dflt)
+				}
+			} else if root != want {
+				t.Errorf("the root is %s; want %s", root, want)
+			}
+			ours := []string{root}
+			if filepath.Dir(root) == runDir {
+				ours = append(ours, runDir)
+			}
+			for _, d := range ours {
+				var st syscall.Stat_t
+				if err := syscall.Lstat(d, &st); err != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o777 != 0o700 || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+					t.Errorf("%s: owner %d, mode %o (%v); want a directory of ours, 0700", d, st.Uid, st.Mode, err)
+				}
+			}
+			if !strings.Contains(log.String(), dflt) || !strings.Contains(log.String(), root) {
+				t.Errorf("the log does not name both the refused root and the one used: %q", log.String())
+			}
+			if _, err := s.Create("c"); err != nil {
+				t.Fatal(err)
+			}
+			if after, _ := os.Lstat(dflt); after == nil || after.Mode() != before.Mode() || !os.SameFile(before, after) {
+				t.Error("the planted root was changed")
+			} else if after.IsDir() {
+				if entries, _ := os.ReadDir(dflt); len(entries) != 0 {
+					t.Errorf("the planted root got %d entries", len(entries))
+				}
+			}
+			closed = true
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(root); !os.IsNotExist(err) {
+				t.Errorf("the fallback root outlives its server: %v", err)
+			}
+
+			// Named by the operator, the planted root is refused.
+			if s, err := Open(Options{Root: dflt, Size: 1 << 20}); !errors.Is(err, errNotOurs) {
+				if err == nil {
+					_ = s.Close()
+				}
+				t.Errorf("a planted root set explicitly: %v; want it refused", err)
+			}
+		})
 	}
 }
