@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -232,6 +233,7 @@ type cgroupHost struct {
 	v2        []string // the controllers this process's cgroup v2 offers
 	v2Unified bool     // /sys/fs/cgroup itself is cgroup v2: there is no v1
 	v1        []string // ours mounted as cgroup v1 under /sys/fs/cgroup
+	readOnly  bool     // the hierarchy kind picks is mounted read-only (cgroupReadOnly)
 	runtime   string   // the container's runtime, if any (containerRuntime)
 }
 
@@ -287,10 +289,15 @@ var cgroupFixes = map[cgroupKind]struct{ root, user string }{
 // fix is the remedy for missing cgroups on h.
 func (h cgroupHost) fix() string {
 	f := cgroupFixes[h.kind()]
-	// In a container, the runtime decides, whoever crucible runs as: a
-	// host's fix (mkdir, chown, systemd) cannot reach a read-only mount.
-	if fix := runtimeFix(h.runtime, blockedCgroup); fix != "" && h.kind() != cgroupNone {
-		return fix
+	// No host's fix (mkdir, chown, systemd) reaches a read-only mount,
+	// whoever crucible runs as: a container's runtime says how to have it
+	// read-write. A read-write one that we may not write, in a container
+	// or not, wants a subtree delegated to us, below.
+	if h.readOnly && h.kind() != cgroupNone {
+		if fix := runtimeFix(h.runtime, blockedCgroup); fix != "" {
+			return fix
+		}
+		return "the cgroup filesystem is mounted read-only here: have it mounted read-write, then run crucible doctor again"
 	}
 	if h.uid == 0 {
 		return f.root
@@ -307,10 +314,7 @@ func (h cgroupHost) fix() string {
 func probeCgroupHost() cgroupHost {
 	_, unified := owncgroup.Mount(owncgroup.Root)
 	h := cgroupHost{uid: userns.HostUID(), v2Unified: unified, runtime: containerRuntime()}
-	own, err := owncgroup.Paths()
-	if err != nil {
-		return h
-	}
+	own, _ := owncgroup.Paths()
 	if p, ok := own[""]; ok {
 		for _, mnt := range []string{owncgroup.Root, owncgroup.Root + "/unified"} {
 			if _, v2 := owncgroup.Mount(mnt); v2 {
@@ -325,5 +329,49 @@ func probeCgroupHost() cgroupHost {
 			h.v1 = append(h.v1, c)
 		}
 	}
+	// thread-self: this thread's mount namespace, which every thread of
+	// ours shares but for one that a test moved into one of its own.
+	b, _ := os.ReadFile("/proc/thread-self/mountinfo")
+	h.readOnly = cgroupReadOnly(string(b), h.kind())
 	return h
+}
+
+// cgroupReadOnly reports whether mountinfo (the text of
+// /proc/self/mountinfo) has the hierarchy that kind puts the jails in
+// mounted read-only, by the mount's own options or its superblock's: v2 at
+// /sys/fs/cgroup or /sys/fs/cgroup/unified, or any of memory, pids and cpu
+// as v1 under /sys/fs/cgroup. A container's runtime mounts them so; a
+// marker such as /.dockerenv says nothing of it.
+func cgroupReadOnly(mountinfo string, kind cgroupKind) bool {
+	ro := map[string]bool{} // by controller, "" for v2: the last mount's, which is on top
+	for line := range strings.Lines(mountinfo) {
+		// ID parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		f := strings.Fields(line)
+		if len(f) < 10 {
+			continue
+		}
+		sep := 6 + slices.Index(f[6:], "-") // past the root and mount point, which may be "-"
+		if sep < 6 || len(f) < sep+4 {
+			continue
+		}
+		dir, fstype, super := f[4], f[sep+1], strings.Split(f[sep+3], ",")
+		readOnly := slices.Contains(strings.Split(f[5], ","), "ro") || slices.Contains(super, "ro")
+		switch {
+		case fstype == "cgroup2" && (dir == owncgroup.Root || dir == owncgroup.Root+"/unified"):
+			ro[""] = readOnly
+		case fstype == "cgroup" && strings.HasPrefix(dir, owncgroup.Root+"/"):
+			for _, c := range owncgroup.Controllers {
+				if slices.Contains(super, c) {
+					ro[c] = readOnly
+				}
+			}
+		}
+	}
+	switch kind {
+	case cgroupV2, cgroupV2Bare:
+		return ro[""]
+	case cgroupV1:
+		return slices.ContainsFunc(owncgroup.Controllers, func(c string) bool { return ro[c] })
+	}
+	return false
 }

@@ -45,6 +45,17 @@ func Diagnose(ctx context.Context, cfg *config.Config) []Check {
 	return checks
 }
 
+// AppArmorProfile is the AppArmor profile that lets this binary, at its
+// real path, make user namespaces where Ubuntu (23.10 and later) forbids
+// them, for /etc/apparmor.d/crucible.
+func AppArmorProfile() (string, error) {
+	exe, err := jail.RealExe()
+	if err != nil {
+		return "", fmt.Errorf("finding this binary: %w", err)
+	}
+	return jail.AppArmorProfile(exe), nil
+}
+
 // networkCheck builds a jail with a network and has it resolve an allowed
 // name: the tun device, the stack and its DNS, end to end, without the
 // layers that checks found missing (their rows say so already). Nothing

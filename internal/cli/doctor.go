@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/cruciblehq/crucible/config"
-	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/sandbox"
 	"github.com/cruciblehq/crucible/userns"
 )
@@ -23,12 +22,12 @@ func runDoctor(ctx context.Context, args []string, env Env) int {
 		return code
 	}
 	if *apparmor {
-		exe, err := jail.RealExe()
+		profile, err := sandbox.AppArmorProfile()
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "crucible doctor: finding this binary: %v\n", err)
+			fmt.Fprintf(env.Stderr, "crucible doctor: %v\n", err)
 			return ExitFail
 		}
-		fmt.Fprint(env.Stdout, jail.AppArmorProfile(exe))
+		fmt.Fprint(env.Stdout, profile)
 		return ExitOK
 	}
 	checks := sandbox.Diagnose(ctx, config.Default())

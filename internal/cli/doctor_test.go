@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"go/build"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,6 +31,38 @@ func TestDoctorAsUser(t *testing.T) {
 	}
 	if memoryOnV1() && strings.Contains(out, "Delegate=") {
 		t.Errorf("the memory controller is on cgroup v1, yet doctor proposes v2 delegation:\n%s", out)
+	}
+	// Read-write hierarchies, in a container (this one may have a
+	// /.dockerenv) or not: the fix is a cgroup delegated to the user,
+	// not a runtime's setting for read-only ones.
+	_, fix, _ := strings.Cut(out, "\ncgroups: ")
+	fix, _, _ = strings.Cut(fix, "\n")
+	if !cgroupReadOnly() && (strings.Contains(fix, "read-only") || !strings.Contains(fix, "chown") && !strings.Contains(fix, "delegate")) {
+		t.Errorf("the cgroup hierarchies are read-write, yet doctor does not give a cgroup delegated to nobody:\n%s", out)
+	}
+}
+
+// cgroupReadOnly reports whether a cgroup hierarchy is mounted read-only.
+func cgroupReadOnly() bool {
+	b, _ := os.ReadFile("/proc/self/mounts")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && strings.HasPrefix(f[2], "cgroup") && strings.HasPrefix(f[3]+",", "ro,") {
+			return true
+		}
+	}
+	return false
+}
+
+// One door holds: the front end reaches the jail through package sandbox
+// only, as every other call of it does.
+func TestNoJailImport(t *testing.T) {
+	p, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(p.Imports, "github.com/cruciblehq/crucible/jail") {
+		t.Error("package cli imports package jail: go through package sandbox")
 	}
 }
 
