@@ -230,7 +230,7 @@ func (x *execution) protect() {
 		x.spec.Stderr = r
 	}
 	if x.tools != nil {
-		x.tools.redact = s.set.Redact
+		x.tools.SetRedact(s.set.Redact)
 	}
 }
 
@@ -291,7 +291,7 @@ func (x *execution) finish(res *jail.Result, err error) (*Result, error) {
 		out.Secrets = x.net.secretUses()
 	}
 	if x.tools != nil {
-		out.ToolCalls = append(out.ToolCalls, x.tools.calls...)
+		out.ToolCalls = append(out.ToolCalls, x.tools.Calls()...)
 	}
 	if x.stdout != nil {
 		out.Stdout = x.stdout.String()
@@ -336,7 +336,7 @@ func (x *execution) redact(out *Result) {
 func (x *execution) release() {
 	x.released.Do(func() {
 		if x.tools != nil {
-			x.tools.stop()
+			x.tools.Stop()
 		}
 		for _, r := range x.streams {
 			r.close()

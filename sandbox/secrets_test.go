@@ -262,8 +262,8 @@ func TestToolChannelRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.tools.serve("test", toolbridge.Caller{})
-	defer x.tools.stop()
-	code, err := net.FileConn(x.tools.peer)
+	defer x.tools.Stop()
+	code, err := net.FileConn(x.tools.Peer())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"net"
 	"path/filepath"
@@ -14,58 +13,6 @@ import (
 	"github.com/cruciblehq/crucible/toolbridge"
 	"github.com/cruciblehq/crucible/violation"
 )
-
-// FuzzToolChannel sends the channel whatever the code may: every line gets
-// one answer, a JSON object with the request's id (or null), and nothing
-// panics. The bridge has no servers, so that no call leaves the process.
-func FuzzToolChannel(f *testing.F) {
-	for _, s := range []string{
-		`{"id":1,"method":"list"}`,
-		`{"id":2,"method":"call","server":"x","tool":"y","args":{"a":1}}`,
-		`{"id":"s","method":"resource","server":"x","uri":"u"}`,
-		`{"id":3,"method":"call","args":[1]}`,
-		`{"id":4,"method":"apis","query":"x"}`,
-		`{"id":{},"method":7}`,
-		`not json`, `{}`, `null`, `[1,2]`, "\x00\xff",
-	} {
-		f.Add(s)
-	}
-	b, err := toolbridge.New(toolbridge.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	tools := &Tools{bridge: b, maxLine: 1 << 16, records: 8}
-	f.Fuzz(func(t *testing.T, line string) {
-		if len(line) >= tools.maxLine || strings.Contains(line, "\n") {
-			return
-		}
-		c, err := newToolChannel(tools, &jail.Spec{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.serve("fuzz", toolbridge.Caller{})
-		code, err := net.FileConn(c.peer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer code.Close()
-		go func() { _, _ = io.WriteString(code, line+"\n") }()
-		r := bufio.NewReader(code)
-		answer, err := r.ReadBytes('\n')
-		c.stop()
-		if err != nil {
-			t.Fatalf("%q: no answer: %v", line, err)
-		}
-		var a struct {
-			ID     json.RawMessage `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  *struct{ Kind, Message string }
-		}
-		if err := json.Unmarshal(answer, &a); err != nil || a.ID == nil || (a.Result == nil) == (a.Error == nil) {
-			t.Fatalf("%q: answer %q (%v)", line, answer, err)
-		}
-	})
-}
 
 // A configuration with APIs and no servers: the channel lists the APIs
 // (with a query, what it found), and says there are no tools to call,
@@ -92,7 +39,7 @@ func TestToolChannelAPIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.serve("apis", toolbridge.Caller{})
-	code, err := net.FileConn(c.peer)
+	code, err := net.FileConn(c.Peer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +77,8 @@ func TestToolChannelAPIs(t *testing.T) {
 			t.Errorf("%s: %s", line, a)
 		}
 	}
-	c.stop()
-	if len(c.calls) != 0 || len(c.refused.list) != 1 || c.refused.list[0].Kind != violation.Limit {
-		t.Errorf("calls %v, violations %v", c.calls, c.refused.list)
+	c.Stop()
+	if len(c.Calls()) != 0 || len(c.refused.list) != 1 || c.refused.list[0].Kind != violation.Limit {
+		t.Errorf("calls %v, violations %v", c.Calls(), c.refused.list)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/lang"
+	"github.com/cruciblehq/crucible/toolchannel"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +58,7 @@ func runHere(t *testing.T, p *lang.Program, stdin []byte, tools ...*os.File) (co
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stderr, cmd.ExtraFiles = bytes.NewReader(stdin), &errb, append([]*os.File{rw}, tools...)
 	if len(tools) > 0 {
-		cmd.Env = append(os.Environ(), "CRUCIBLE_TOOLS_FD=4")
+		cmd.Env = append(os.Environ(), toolchannel.EnvVar+"=4")
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
