@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // Attacks on the jail's init, which now starts the command itself from a
 // thread that drops its own privileges first: the command goes for init's

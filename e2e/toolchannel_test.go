@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ const toolCanary = "tool-canary-5d1e0b"
 // directory of the test's own, bound read-only in the jail, for programs.
 func everythingConfig(t *testing.T, extra string) (cfg, dir string) {
 	t.Helper()
-	nm, _ := filepath.Abs("../../node_modules")
+	nm, _ := filepath.Abs("../node_modules")
 	return everythingConfigIn(t, nm, extra)
 }
 
@@ -55,7 +55,7 @@ func everythingConfigIn(t *testing.T, nm, extra string) (cfg, dir string) {
 // home), which a test run as nobody could not enter.
 func publicNodeModules(t *testing.T) string {
 	t.Helper()
-	src, _ := filepath.Abs("../../node_modules")
+	src, _ := filepath.Abs("../node_modules")
 	ents, err := os.ReadDir(src)
 	if err != nil {
 		testenv.Missing(t, "needs node_modules (npm install at the repository's root)")
@@ -538,7 +538,7 @@ export default { slow, echo: await tools.ev.echo({ message: "after" }) };
 func TestToolsGroupsAndSizes(t *testing.T) {
 	requireRoot(t)
 	node := testenv.NeedTool(t, "node")
-	main, _ := filepath.Abs("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	cfg, _ := everythingConfig(t, "    group: mail\n  paste:\n    command: "+node+"\n    args: ["+main+"]\n    group: public\n"+
 		"tools: {max_arg_size: 1KiB, max_result_size: 1KiB}\n")
 	r := runJSON(t, `

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"compress/gzip"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cruciblehq/crucible/internal/cli"
 	"github.com/cruciblehq/crucible/internal/packages"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
@@ -26,7 +27,7 @@ func TestPackages(t *testing.T) {
 	// uncompressed: nfpm's compressor would run instrumented. The .rpm,
 	// read only for its layout, holds a stand-in.
 	out := t.TempDir()
-	o := packages.Options{Out: out, Version: "0.1.0", Binary: publicCrucible(t), Man: ManPage("2026-11-27"), Format: []string{"deb"}, DebCompression: "none"}
+	o := packages.Options{Out: out, Version: "0.1.0", Binary: publicCrucible(t), Man: cli.ManPage("2026-11-27"), Format: []string{"deb"}, DebCompression: "none"}
 	debs, err := packages.Build(o)
 	if err != nil {
 		t.Fatal(err)

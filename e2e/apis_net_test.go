@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // HTTP APIs' method and path rules, for real: curl and python3 inside
 // jails call a loopback API over HTTPS (its certificate signed by a test

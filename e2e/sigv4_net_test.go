@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // Signed requests, for real: curl (signing with the placeholders, as an
 // AWS SDK would) and python3 (not signing at all) inside a jail call a

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cruciblehq/crucible/internal/cli/internal/brokenworker"
+	"github.com/cruciblehq/crucible/e2e/internal/brokenworker"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/lang/js"
 )

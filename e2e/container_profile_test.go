@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
@@ -21,7 +21,7 @@ import (
 // profile), and a tun device such as a device plugin hands out.
 func podProfile(t *testing.T, tun string) []string {
 	t.Helper()
-	seccomp, err := filepath.Abs("../../deploy/seccomp/crucible.json")
+	seccomp, err := filepath.Abs("../deploy/seccomp/crucible.json")
 	if err != nil {
 		t.Fatal(err)
 	}

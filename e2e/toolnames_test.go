@@ -1,9 +1,11 @@
-package cli
+package e2e
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/cruciblehq/crucible/internal/cli"
 )
 
 // crucible tools shows each tool by the name the code calls it by
@@ -12,7 +14,7 @@ import (
 func TestToolsCommandNames(t *testing.T) {
 	cfg, _ := everythingConfig(t, "")
 	code, out, errs := run(t, "", "tools", "--config", cfg)
-	if code != ExitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	rows := map[string]string{}
@@ -30,7 +32,7 @@ func TestToolsCommandNames(t *testing.T) {
 		Name   string
 		JSName string `json:"js_name"`
 	}
-	if err := json.Unmarshal([]byte(out), &tools); code != ExitOK || err != nil {
+	if err := json.Unmarshal([]byte(out), &tools); code != cli.ExitOK || err != nil {
 		t.Fatalf("--json: exit %d, %v\n%s\n%s", code, err, out, errs)
 	}
 	names := map[string]string{}

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // Secrets, for real: curl, python3 and the embedded engine inside jails
 // call a loopback TLS echo server (its certificate signed by a test CA,

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // Discovery of the configured HTTP APIs: tools.apis() in every language,
 // in real jails, and `crucible tools --apis`. The docs file is read by
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/apis"
+	"github.com/cruciblehq/crucible/internal/cli"
 )
 
 // apisConfig writes a crucible.yaml with one API, tracker, described by
@@ -24,7 +25,7 @@ func apisConfig(t *testing.T) (cfg, docs string) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("../../apis/testdata/tracker.yaml")
+	b, err := os.ReadFile("../apis/testdata/tracker.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestToolsAPIs(t *testing.T) {
 	// what each case says.
 	named := "crucible tools: config " + cfg + " (named by --config)\n"
 	code, out, errs := run(t, "", "tools", "--apis", "--config", cfg)
-	if code != ExitOK || errs != named {
+	if code != cli.ExitOK || errs != named {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -200,7 +201,7 @@ func TestToolsAPIs(t *testing.T) {
 
 	code, out, errs = run(t, "", "tools", "--apis", "--json", "--config", cfg)
 	var list []apis.Info
-	if err := json.Unmarshal([]byte(out), &list); err != nil || code != ExitOK || errs != named {
+	if err := json.Unmarshal([]byte(out), &list); err != nil || code != cli.ExitOK || errs != named {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
 	}
 	if len(list) != 1 || list[0].Name != "tracker" || list[0].Operations != 6 || list[0].Auth[0].Header != "Authorization: Bearer ${env.TRACKER_TOKEN}" {
@@ -208,7 +209,7 @@ func TestToolsAPIs(t *testing.T) {
 	}
 	noDocsPath(t, docs, out)
 
-	if code, _, errs := run(t, "", "tools", "--apis", "--ts", "--config", cfg); code != ExitUsage || errs == "" {
+	if code, _, errs := run(t, "", "tools", "--apis", "--ts", "--config", cfg); code != cli.ExitUsage || errs == "" {
 		t.Errorf("--apis --ts: exit %d, %q", code, errs)
 	}
 
@@ -223,7 +224,7 @@ func TestToolsAPIs(t *testing.T) {
 	} {
 		code, out, errs := run(t, "print(1)\n", args...)
 		errs = strings.TrimPrefix(errs, named)
-		if code != ExitUsage || !strings.HasSuffix(errs, `apis["tracker"].docs: the file does not exist`+"\n") || strings.Count(errs, "\n") != 1 {
+		if code != cli.ExitUsage || !strings.HasSuffix(errs, `apis["tracker"].docs: the file does not exist`+"\n") || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errs)
 		}
 		noDocsPath(t, docs, out+errs)

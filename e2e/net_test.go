@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 // The sandbox network, for real: curl, python3 and Deno inside jails talk to
 // HTTP, HTTPS and DNS servers on the host's loopback, which stand in for
@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/cruciblehq/crucible/internal/cli"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/sandbox"
 )
@@ -598,7 +599,7 @@ export default { a, tls, denied, raw };`, svcName, f.http, f.tls), args...)
 func TestNetFlags(t *testing.T) {
 	requireRoot(t)
 	code, _, errs := run(t, "", "exec", "--allow-net", "*.com", "--", "true")
-	if code != ExitUsage || !strings.Contains(errs, `"*.com"`) {
+	if code != cli.ExitUsage || !strings.Contains(errs, `"*.com"`) {
 		t.Errorf("a public-suffix wildcard: exit %d, %s", code, errs)
 	}
 	code, _, errs = run(t, "", "exec", "--allow-net", "*", "--", "true")
