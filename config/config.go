@@ -93,7 +93,7 @@ func KeyPath(path string, i int, key string) string {
 // every connection Crucible decides: DNS answers only allowed names, TCP
 // must go to the name it resolved (TLS SNI or HTTP Host), and every resolved
 // address must be public. The rule syntax is checked when the file is loaded
-// (see the README's Network section).
+// (see docs/network.md).
 type Network struct {
 	// (omitempty: as for Server, so that a jailed server's network
 	// encodes and parses back to the same thing.)
@@ -276,8 +276,8 @@ func (s *Server) JailNetwork() Network {
 }
 
 // CallRule is one of a server's rules on calls: Tools are globs of tool
-// names, AllowIf the CEL condition that a matching call must meet (see the
-// README for its variables), Approve that a human must approve each call
+// names, AllowIf the CEL condition that a matching call must meet (see
+// docs/tools.md for its variables), Approve that a human must approve each call
 // it allows, and Reason what a refused call is told.
 type CallRule struct {
 	Tools   []string `yaml:"tools,omitempty"`

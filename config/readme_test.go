@@ -6,16 +6,16 @@ import (
 	"testing"
 )
 
-// The README's crucible.yaml reference is a file Parse takes.
+// The crucible.yaml reference (docs/config.md) is a file Parse takes.
 func TestReadmeExample(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/config.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i := strings.Index(s, "### `crucible.yaml`")
+	i := strings.Index(s, "# `crucible.yaml`")
 	if i < 0 {
-		t.Fatal("the README has no crucible.yaml section")
+		t.Fatal("docs/config.md has no crucible.yaml section")
 	}
 	start := strings.Index(s[i:], "```yaml\n")
 	if start < 0 {
@@ -23,7 +23,7 @@ func TestReadmeExample(t *testing.T) {
 	}
 	block := s[i+start+len("```yaml\n"):]
 	block = block[:strings.Index(block, "```")]
-	if _, err := Parse([]byte(block), "README.md"); err != nil {
-		t.Errorf("the README's example: %v", err)
+	if _, err := Parse([]byte(block), "docs/config.md"); err != nil {
+		t.Errorf("the reference's example: %v", err)
 	}
 }

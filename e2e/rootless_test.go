@@ -92,7 +92,7 @@ func TestRootless(t *testing.T) {
 	if code != 125 || !strings.Contains(errs, "cgroup") || !strings.Contains(errs, "--allow-degraded cgroup") {
 		t.Fatalf("without a cgroup: exit %d, stderr %q; want 125 naming the cgroup layer and the fix", code, errs)
 	}
-	// With --json, the refusal is one object on stdout, as the README gives
+	// With --json, the refusal is one object on stdout, as docs/exec.md gives
 	// it: {"error": {name, message, layer, fix}}.
 	code, out, _ := u.run(t, bin, nil, nil, "exec", "--json", "--", "true")
 	var refused struct {
