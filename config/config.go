@@ -334,74 +334,91 @@ func validateServer(name string, s *Server) error {
 	if !identifier().MatchString(name) {
 		return fieldErrorf(at, "the name must be an identifier: letters, digits and _, not starting with a digit")
 	}
-	key := func(k string) string { return at + "." + k }
 	switch {
 	case s.Command == "" && s.URL == "":
 		return fieldErrorf(at, "needs a command (a stdio server) or a url (a Streamable HTTP server)")
 	case s.Command != "" && s.URL != "":
 		return fieldErrorf(at, "has both a command and a url; a server is one or the other")
 	}
+	check := validateCommand
 	if s.URL != "" {
-		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fieldErrorf(key("url"), "%s is not an http or https URL", quote(s.URL))
-		}
-		for _, f := range []struct {
-			k   string
-			set bool
-		}{{"args", len(s.Args) > 0}, {"env", len(s.Env) > 0}, {"cwd", s.Cwd != ""}} {
-			if f.set {
-				return fieldErrorf(key(f.k), "is for a command; a url server takes headers")
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-			if !headerName().MatchString(k) {
-				return fieldErrorf(mapPath(key("headers"), k), "not a valid header name")
-			}
-			// The value is not quoted: it may well be a credential.
-			if strings.ContainsAny(s.Headers[k], "\r\n\x00") {
-				return fieldErrorf(mapPath(key("headers"), k), "value contains a line break or a NUL byte")
-			}
-		}
-	} else {
-		if strings.Contains(s.Command, "\x00") {
-			return fieldErrorf(key("command"), "contains a NUL byte")
-		}
-		for i, a := range s.Args {
-			if strings.Contains(a, "\x00") {
-				return fieldErrorf(fmt.Sprintf("%s[%d]", key("args"), i), "contains a NUL byte")
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-			if !envName().MatchString(k) {
-				return fieldErrorf(mapPath(key("env"), k), "not a valid variable name (letters, digits and _, not starting with a digit)")
-			}
-			if strings.Contains(s.Env[k], "\x00") {
-				return fieldErrorf(mapPath(key("env"), k), "value contains a NUL byte")
-			}
-		}
-		if s.Cwd != "" && (strings.Contains(s.Cwd, "\x00") || !filepath.IsAbs(s.Cwd)) {
-			return fieldErrorf(key("cwd"), "%s is not an absolute path", quote(s.Cwd))
-		}
-		if len(s.Headers) > 0 {
-			return fieldErrorf(key("headers"), "is for a url; a command server takes env")
+		check = validateURLServer
+	}
+	for _, f := range []func(string, *Server) error{check, validateJail, validatePolicy, validateServerBounds} {
+		if err := f(at, s); err != nil {
+			return err
 		}
 	}
-	if err := validateJail(at, s); err != nil {
-		return err
+	return nil
+}
+
+// validateURLServer checks a Streamable HTTP server's settings at at.
+func validateURLServer(at string, s *Server) error {
+	key := func(k string) string { return at + "." + k }
+	u, err := url.Parse(s.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fieldErrorf(key("url"), "%s is not an http or https URL", quote(s.URL))
 	}
-	lists := []struct {
+	for _, f := range []struct {
+		k   string
+		set bool
+	}{{"args", len(s.Args) > 0}, {"env", len(s.Env) > 0}, {"cwd", s.Cwd != ""}} {
+		if f.set {
+			return fieldErrorf(key(f.k), "is for a command; a url server takes headers")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		if !headerName().MatchString(k) {
+			return fieldErrorf(mapPath(key("headers"), k), "not a valid header name")
+		}
+		// The value is not quoted: it may well be a credential.
+		if strings.ContainsAny(s.Headers[k], "\r\n\x00") {
+			return fieldErrorf(mapPath(key("headers"), k), "value contains a line break or a NUL byte")
+		}
+	}
+	return nil
+}
+
+// validateCommand checks a stdio server's settings at at.
+func validateCommand(at string, s *Server) error {
+	key := func(k string) string { return at + "." + k }
+	if strings.Contains(s.Command, "\x00") {
+		return fieldErrorf(key("command"), "contains a NUL byte")
+	}
+	for i, a := range s.Args {
+		if strings.Contains(a, "\x00") {
+			return fieldErrorf(fmt.Sprintf("%s[%d]", key("args"), i), "contains a NUL byte")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if !envName().MatchString(k) {
+			return fieldErrorf(mapPath(key("env"), k), "not a valid variable name (letters, digits and _, not starting with a digit)")
+		}
+		if strings.Contains(s.Env[k], "\x00") {
+			return fieldErrorf(mapPath(key("env"), k), "value contains a NUL byte")
+		}
+	}
+	if s.Cwd != "" && (strings.Contains(s.Cwd, "\x00") || !filepath.IsAbs(s.Cwd)) {
+		return fieldErrorf(key("cwd"), "%s is not an absolute path", quote(s.Cwd))
+	}
+	if len(s.Headers) > 0 {
+		return fieldErrorf(key("headers"), "is for a url; a command server takes env")
+	}
+	return nil
+}
+
+// validatePolicy checks the globs of a server's tool and resource lists,
+// and its rules, at at.
+func validatePolicy(at string, s *Server) error {
+	key := func(k string) string { return at + "." + k }
+	const tool, tools, uri, uris = "tool name", "get_*, *_issue or [a-c]*", "resource URI", "file:///data/*"
+	for _, l := range []struct {
 		k, what, eg string
 		globs       []string
-	}{{"tools.allow", "tool name", "get_*, *_issue or [a-c]*", s.Tools.Allow}, {"tools.deny", "tool name", "get_*, *_issue or [a-c]*", s.Tools.Deny}}
-	lists = append(lists, struct {
-		k, what, eg string
-		globs       []string
-	}{"resources.allow", "resource URI", "file:///data/*", s.Resources.Allow}, struct {
-		k, what, eg string
-		globs       []string
-	}{"resources.deny", "resource URI", "file:///data/*", s.Resources.Deny})
-	for _, l := range lists {
+	}{
+		{"tools.allow", tool, tools, s.Tools.Allow}, {"tools.deny", tool, tools, s.Tools.Deny},
+		{"resources.allow", uri, uris, s.Resources.Allow}, {"resources.deny", uri, uris, s.Resources.Deny},
+	} {
 		for i, g := range l.globs {
 			if _, err := glob.Compile(g); err != nil {
 				return fieldErrorf(fmt.Sprintf("%s[%d]", key(l.k), i), "%s is not a %s pattern: %v (use e.g. %s)", quote(g), l.what, err, l.eg)
@@ -419,6 +436,12 @@ func validateServer(name string, s *Server) error {
 		}
 		return fieldErrorf(key("rules"), "%v", err)
 	}
+	return nil
+}
+
+// validateServerBounds checks a server's timeouts and instance bound at at.
+func validateServerBounds(at string, s *Server) error {
+	key := func(k string) string { return at + "." + k }
 	if s.Timeout < 0 || time.Duration(s.Timeout) > maxTimeout {
 		return fieldErrorf(key("timeout"), "must be at most 24h (0 means 30s), not %v", s.Timeout)
 	}
