@@ -22,16 +22,27 @@ import (
 // Diagnose checks each kernel feature the jail needs, then builds one real
 // jail, so that "ok" everywhere means executions will work.
 func Diagnose(ctx context.Context) []Check {
-	var cs []Check
-	add := func(c Check) { cs = append(cs, c) }
-
 	runtime := containerRuntime()
 	who := privileges()
 	if runtime != "" {
 		who.Detail += "; in a " + runtime + " container"
 	}
-	add(who)
+	cs := []Check{who, namespacesCheck(runtime)}
+	if c, ok := readAppArmor().check(); ok {
+		cs = append(cs, c)
+	}
+	cs = append(cs, mountCheck(runtime), procCheck(runtime, procCovered()), seccompCheck(), notifyCheck(),
+		landlockCheck(), cgroupCheck(), tunCheck(runtime))
+	var degraded []string
+	for _, c := range cs {
+		if c.Status != StatusOK && c.Degradable != "" {
+			degraded = append(degraded, c.Degradable)
+		}
+	}
+	return append(cs, jailCheck(ctx, degraded))
+}
 
+func namespacesCheck(runtime string) Check {
 	ns := Check{Feature: "user namespaces", Required: true}
 	if err := probeNamespaces(); err != nil {
 		ns.Status, ns.Detail = StatusMissing, err.Error()+"; "+usernsSysctls()
@@ -42,33 +53,37 @@ func Diagnose(ctx context.Context) []Check {
 	} else {
 		ns.Status, ns.Detail = StatusOK, "user, pid, mount, net, ipc, uts and cgroup namespaces can be created"
 	}
-	add(ns)
-	if c, ok := readAppArmor().check(); ok {
-		add(c)
-	}
+	return ns
+}
 
+func mountCheck(runtime string) Check {
 	mnt := Check{Feature: "mount API", Required: true, Status: StatusOK, Detail: "open_tree, move_mount, mount_setattr, pivot_root"}
 	if fd, err := unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLOEXEC); err != nil {
 		mnt.Status, mnt.Detail, mnt.Fix = StatusMissing, "open_tree: "+err.Error(), mountAPIFix(err, runtime)
 	} else {
 		unix.Close(fd)
 	}
-	add(mnt)
-	add(procCheck(runtime, procCovered()))
+	return mnt
+}
 
+func seccompCheck() Check {
 	sc := Check{Feature: "seccomp filter", Required: true, Status: StatusOK, Detail: "seccomp-bpf available"}
 	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
 		sc.Status, sc.Detail, sc.Fix = StatusMissing, "prctl(PR_GET_SECCOMP): "+err.Error(), child.Fix("seccomp")
 	}
-	add(sc)
+	return sc
+}
 
+func notifyCheck() Check {
 	notify := Check{Feature: "seccomp user notification", Required: true, Degradable: LayerSeccompNotify, Status: StatusOK,
 		Detail: "denied syscalls are reported as violations"}
 	if b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail"); err != nil || !bytes.Contains(b, []byte("user_notif")) {
 		notify.Status, notify.Detail, notify.Fix = StatusMissing, "the kernel lacks SECCOMP_RET_USER_NOTIF", child.Fix(LayerSeccompNotify)
 	}
-	add(notify)
+	return notify
+}
 
+func landlockCheck() Check {
 	ll := Check{Feature: "Landlock", Required: true, Degradable: LayerLandlock}
 	if abi := child.LandlockABI(); abi > 0 {
 		ll.Status, ll.Detail = StatusOK, fmt.Sprintf("ABI %d", abi)
@@ -78,8 +93,11 @@ func Diagnose(ctx context.Context) []Check {
 	} else {
 		ll.Status, ll.Detail, ll.Fix = StatusMissing, "not enabled in this kernel", child.Fix(LayerLandlock)
 	}
-	add(ll)
+	return ll
+}
 
+// cgroupCheck makes, and removes, a cgroup as a jail's.
+func cgroupCheck() Check {
 	cg := Check{Feature: "cgroups", Required: true, Degradable: LayerCgroup}
 	if p, err := cgroupParents(); err != nil {
 		cg.Status, cg.Detail, cg.Fix = StatusMissing, err.Error(), probeCgroupHost().fix()
@@ -95,8 +113,10 @@ func Diagnose(ctx context.Context) []Check {
 			}
 		}
 	}
-	add(cg)
+	return cg
+}
 
+func tunCheck(runtime string) Check {
 	tun := Check{Feature: "network (tun)", Status: StatusOK}
 	const need = " (only needed for network rules: network.allow, --allow-net)"
 	if fi, err := os.Stat("/dev/net/tun"); err != nil {
@@ -112,17 +132,15 @@ func Diagnose(ctx context.Context) []Check {
 			tun.Status, tun.Fix = StatusMissing, fix+need
 		}
 	}
-	add(tun)
+	return tun
+}
 
+// jailCheck builds a real jail, without the layers in degraded (which
+// the checks before found missing and may be), and runs a shell in it.
+func jailCheck(ctx context.Context, degraded []string) Check {
 	run := Check{Feature: "jail", Required: true}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var degraded []string
-	for _, c := range cs {
-		if c.Status != StatusOK && c.Degradable != "" {
-			degraded = append(degraded, c.Degradable)
-		}
-	}
 	var out bytes.Buffer
 	r, err := Run(ctx, &Spec{Args: []string{"/bin/sh", "-c", "echo ok"}, Env: []string{"PATH=/usr/bin:/bin"},
 		TmpSize: 1 << 20, WorkspaceSize: 1 << 20, Memory: 64 << 20, Pids: 16, CPUs: 1, MaxOutput: 1 << 10,
@@ -144,8 +162,7 @@ func Diagnose(ctx context.Context) []Check {
 			run.Detail += " (without " + strings.Join(degraded, ", ") + ")"
 		}
 	}
-	add(run)
-	return cs
+	return run
 }
 
 // privileges says as whom crucible runs, and so as whom its jails do.
