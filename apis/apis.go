@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/terms"
 )
 
 // MaxDocs bounds a docs file: a larger one is refused when the catalog
@@ -47,7 +48,7 @@ type api struct {
 	auth        []Auth
 	entries     []*Entry
 
-	words fields // name, description, hosts
+	words *terms.Fields // name, description, hosts
 }
 
 // Entry is what a query can find in an API's docs: an operation of an
@@ -61,7 +62,7 @@ type Entry struct {
 	Section     string   `json:"section,omitempty"` // a Markdown section's heading
 
 	detail string // what full detail shows of it, bounded
-	words  fields
+	words  *terms.Fields
 }
 
 // Auth is how the code authenticates with one of an API's secrets.
@@ -138,7 +139,7 @@ func load(name string, conf config.API) (*api, error) {
 	for _, s := range conf.Secrets {
 		a.auth = append(a.auth, authFor(s, schemes))
 	}
-	a.words = newFields(apiWeights, a.name, a.description, strings.Join(a.hosts, " "))
+	a.words = terms.NewFields(apiWeights, a.name, a.description, strings.Join(a.hosts, " "))
 	return a, nil
 }
 
@@ -210,7 +211,7 @@ func (c *Catalog) List() []Info {
 }
 
 // Find lists the APIs that query matches, best first, each with the
-// operations or sections it found (at most maxHits in all). Its errors
+// operations or sections it found (at most terms.MaxHits in all). Its errors
 // are Search's.
 func (c *Catalog) Find(ctx context.Context, query string) ([]Info, error) {
 	hits, err := c.Search(ctx, query)

@@ -272,8 +272,8 @@ func TestRenderBound(t *testing.T) {
 		t.Fatalf("%d operations, want 500", n)
 	}
 	hits := search(t, c, "get widget")
-	if len(hits) != maxHits {
-		t.Fatalf("%d hits, want %d", len(hits), maxHits)
+	if len(hits) != terms.MaxHits {
+		t.Fatalf("%d hits, want %d", len(hits), terms.MaxHits)
 	}
 	for _, detail := range []string{"names", "summary", "full"} {
 		out := c.Render(hits, detail)
@@ -466,17 +466,5 @@ func TestSearchContext(t *testing.T) {
 	cancel()
 	if _, err := c.Search(ctx, "issue"); !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled search: %v", err)
-	}
-}
-
-// The prefix match looks up one word of each part, not all: a word
-// counts where a word of the part starts with it (of 3 letters or more),
-// twice where it is the word.
-func TestScore(t *testing.T) {
-	f := newFields([]int{5, 1}, "alpha betamax gamma", "delta issues")
-	for w, want := range map[string]int{"alpha": 10, "bet": 5, "betamax": 10, "be": 0, "betamaxx": 0, "issue": 2, "iss": 1, "zeta": 0, "a": 0, "gam": 5} {
-		if got := f.score(w); got != want {
-			t.Errorf("score(%q) = %d; want %d", w, got, want)
-		}
 	}
 }

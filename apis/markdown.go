@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/cruciblehq/crucible/internal/terms"
 )
 
 // maxSection bounds what full detail shows of one Markdown section.
@@ -35,7 +37,7 @@ func parseMarkdown(b []byte) *digest {
 		if m := endpoint().FindStringSubmatch(title); m != nil {
 			e.Method, e.Path = m[1], m[2]
 		}
-		e.words = newFields(sectionWeights, title, e.Method+" "+e.Path, text)
+		e.words = terms.NewFields(sectionWeights, title, e.Method+" "+e.Path, text)
 		d.entries = append(d.entries, e)
 	}
 	var fence string

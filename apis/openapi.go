@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cruciblehq/crucible/internal/terms"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -310,7 +311,7 @@ func (doc *document) entry(method, path string, op *operation, shared []*paramet
 		b.WriteString("Request body " + s + "\n")
 	}
 	e.detail = clip(b.String(), maxDetail)
-	e.words = newFields(operationWeights, e.OperationID, e.Summary, e.Path, e.Method, strings.Join(e.Parameters, " "), oneLine(desc))
+	e.words = terms.NewFields(operationWeights, e.OperationID, e.Summary, e.Path, e.Method, strings.Join(e.Parameters, " "), oneLine(desc))
 	return e
 }
 

@@ -1,7 +1,7 @@
 package mcpserver
 
 import (
-	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,53 +11,36 @@ import (
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
-// maxHits bounds the tools one search returns.
-const maxHits = 20
+// toolWeights are how much a word of a query counts in a tool's name, its
+// server's, its description and its parameters' names: twice this for the
+// whole word, this for a word that starts with it (terms.Rank's rules).
+var toolWeights = []int{4, 3, 2, 1}
 
-// rank orders the tools that match query, best first: each word of the
-// query counts where it appears, most in the tool's name, then its
-// server's, its description and its parameters' names. A tool that matches
-// no word is left out. A query past terms.Query's bounds is refused.
-func rank(tools []sandbox.Tool, query string) ([]sandbox.Tool, error) {
-	words, err := terms.Query(query)
+// rank orders the tools that match query, best first, at most
+// terms.MaxHits, by terms.Rank: each word of the query counts at its best
+// place in a tool, most in its name, then its server's, its description
+// and its parameters' names. A tool that matches no word is left out. A
+// query past terms.ParseQuery's bounds is refused, and a search stops with
+// ctx's error when ctx is done.
+func rank(ctx context.Context, tools []sandbox.Tool, query string) ([]sandbox.Tool, error) {
+	q, err := terms.ParseQuery(query)
 	if err != nil {
 		return nil, err
 	}
-	type hit struct {
-		t     sandbox.Tool
-		score int
-	}
-	var hits []hit
-	for _, t := range tools {
-		name, server := strings.ToLower(t.Name), strings.ToLower(t.Server)
-		desc := strings.ToLower(t.Description)
-		params := strings.ToLower(strings.Join(paramNames(t.InputSchema), " "))
-		score := 0
-		for _, w := range words {
-			switch {
-			case name == w:
-				score += 8
-			case strings.Contains(name, w):
-				score += 4
-			}
-			if strings.Contains(server, w) {
-				score += 3
-			}
-			if strings.Contains(desc, w) {
-				score += 2
-			}
-			if strings.Contains(params, w) {
-				score++
+	hits, err := terms.Rank(ctx, q, func(yield func(sandbox.Tool, terms.Doc) bool) {
+		for _, t := range tools {
+			f := terms.NewFields(toolWeights, t.Name, t.Server, t.Description, strings.Join(paramNames(t.InputSchema), " "))
+			if !yield(t, terms.Doc{Own: f}) {
+				return
 			}
 		}
-		if score > 0 {
-			hits = append(hits, hit{t, score})
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("searching the tools: %w", err)
 	}
-	slices.SortStableFunc(hits, func(a, b hit) int { return cmp.Compare(b.score, a.score) })
-	out := make([]sandbox.Tool, 0, min(len(hits), maxHits))
-	for _, h := range hits[:min(len(hits), maxHits)] {
-		out = append(out, h.t)
+	out := make([]sandbox.Tool, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, h.Of)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,11 +21,11 @@ func TestRenderNames(t *testing.T) {
 		{Server: "s", Name: "get_sum"},
 		{Server: "s", Name: "class"},
 	})
-	found, err := rank(all, "get-sum")
+	found, err := rank(context.Background(), all, "get-sum")
 	if err != nil || len(found) != 2 {
 		t.Fatalf("found %+v, %v", found, err)
 	}
-	class, _ := rank(all, "class")
+	class, _ := rank(context.Background(), all, "class")
 	one := []sandbox.Tool{all[slices.IndexFunc(all, func(t sandbox.Tool) bool { return t.Name == "get-sum" })]}
 	for _, tc := range []struct {
 		found       []sandbox.Tool
@@ -63,11 +64,21 @@ func TestRankBound(t *testing.T) {
 		words = append(words, fmt.Sprintf("w%c%c", 'a'+i/26, 'a'+i%26))
 	}
 	for _, q := range []string{strings.Repeat("x", terms.MaxQuery+1), strings.Join(words, " "), strings.Join(words, "-")} {
-		if _, err := rank(tools, q); !errors.Is(err, terms.ErrTooLong) {
+		if _, err := rank(context.Background(), tools, q); !errors.Is(err, terms.ErrTooLong) {
 			t.Errorf("a query of %d bytes: %v", len(q), err)
 		}
 	}
-	if found, err := rank(tools, strings.Join(words[:terms.MaxWords-1], " ")+" sum"); err != nil || len(found) != 1 {
+	if found, err := rank(context.Background(), tools, strings.Join(words[:terms.MaxWords-1], " ")+" sum"); err != nil || len(found) != 1 {
 		t.Errorf("a query within the bounds: %+v, %v", found, err)
+	}
+}
+
+// rank honours its context: a search whose context is done stops with its
+// error.
+func TestRankContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if found, err := rank(ctx, []sandbox.Tool{{Server: "s", Name: "get-sum"}}, "sum"); !errors.Is(err, context.Canceled) || found != nil {
+		t.Errorf("a cancelled search: %+v, %v", found, err)
 	}
 }

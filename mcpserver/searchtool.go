@@ -58,9 +58,9 @@ func (v *view) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) 
 			}
 		}
 	} else {
-		// Each search bounds its query (terms.Query): its error is safe
-		// to show, as is a call that ended.
-		found, serr := rank(tools, in.Query)
+		// Each search bounds its query (terms.ParseQuery): its error is
+		// safe to show, as is a call that ended.
+		found, serr := rank(ctx, tools, in.Query)
 		if serr != nil {
 			return nil, nil, serr
 		}

@@ -1,5 +1,8 @@
-// Package terms splits text into the words that searches compare: the
-// tools of search_tools and the HTTP APIs' operations are ranked by them.
+// Package terms is how Crucible's searches rank what they find: the tools
+// of search_tools and the HTTP APIs' operations and sections (of
+// search_tools and tools.apis) by one set of rules. It splits text into the
+// words a search compares, bounds a query, and ranks; what is searched, and
+// how much each part of it counts, are its callers'.
 package terms
 
 import (
@@ -9,11 +12,11 @@ import (
 	"unicode"
 )
 
-// Split splits text into lowercase words, sorted and without repeats: at
+// split splits text into lowercase words, sorted and without repeats: at
 // punctuation and spaces, and at camelCase, snake_case and kebab-case
 // joints ("createIssue" and "create_issue" both give create and issue).
 // Single letters are left out, single digits kept.
-func Split(text string) []string {
+func split(text string) []string {
 	var words []string
 	var b strings.Builder
 	flush := func() {
@@ -40,33 +43,39 @@ func Split(text string) []string {
 	return slices.Compact(words)
 }
 
-// Bounds of a query, which Query checks: a search costs the query's words
-// times what it searches, and a query comes from the code or the model,
-// which may send a megabyte of distinct words.
+// Bounds of a query, which ParseQuery checks: a search costs the query's
+// words times what it searches, and a query comes from the code or the
+// model, which may send a megabyte of distinct words.
 const (
 	MaxQuery = 1024 // bytes
-	MaxWords = 32   // distinct words, as Split gives them
+	MaxWords = 32   // distinct words, as split gives them
 )
 
-// ErrTooLong is why Query refuses a query past its bounds. The error it
-// returns wraps it, and is safe to show whoever sent the query.
+// ErrTooLong is why ParseQuery refuses a query past its bounds. The error
+// it returns wraps it, and is safe to show whoever sent the query.
 var ErrTooLong = fmt.Errorf("a query has at most %d bytes and %d words: search with a few words", MaxQuery, MaxWords)
 
-// Query is Split for a search's query, which it refuses past the bounds.
-func Query(q string) ([]string, error) {
+// A Query is the words a search looks for, each made singular, at most
+// MaxWords of them: only ParseQuery makes one.
+type Query struct{ words []string }
+
+// ParseQuery is the words of q. A q of more than MaxQuery bytes is
+// refused before it is read (a megabyte costs only its length), one of
+// more than MaxWords words once they are split.
+func ParseQuery(q string) (Query, error) {
 	if len(q) > MaxQuery {
-		return nil, fmt.Errorf("the query has %d bytes: %w", len(q), ErrTooLong)
+		return Query{}, fmt.Errorf("the query has %d bytes: %w", len(q), ErrTooLong)
 	}
-	words := Split(q)
+	words := split(q)
 	if len(words) > MaxWords {
-		return nil, fmt.Errorf("the query has %d words: %w", len(words), ErrTooLong)
+		return Query{}, fmt.Errorf("the query has %d words: %w", len(words), ErrTooLong)
 	}
-	return words, nil
+	return Query{singulars(words)}, nil
 }
 
-// Singular is a crude singular of an English word: "issues" gives
+// singular is a crude singular of an English word: "issues" gives
 // "issue", "repositories" "repository"; "class" stays.
-func Singular(w string) string {
+func singular(w string) string {
 	switch {
 	case len(w) > 4 && strings.HasSuffix(w, "ies"):
 		return w[:len(w)-3] + "y"
@@ -74,4 +83,13 @@ func Singular(w string) string {
 		return w[:len(w)-1]
 	}
 	return w
+}
+
+// singulars is words, each made singular, sorted and without repeats.
+func singulars(words []string) []string {
+	for i, w := range words {
+		words[i] = singular(w)
+	}
+	slices.Sort(words)
+	return slices.Compact(words)
 }

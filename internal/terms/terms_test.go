@@ -16,16 +16,16 @@ func TestSplit(t *testing.T) {
 		{"Ünïcode wörds", []string{"wörds", "ünïcode"}},
 		{"", nil},
 	} {
-		if got := Split(tt.in); !slices.Equal(got, tt.want) {
-			t.Errorf("Split(%q) = %q; want %q", tt.in, got, tt.want)
+		if got := split(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("split(%q) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
 func TestSingular(t *testing.T) {
 	for in, want := range map[string]string{"issues": "issue", "repositories": "repository", "class": "class", "bus": "bus", "ids": "ids", "users": "user"} {
-		if got := Singular(in); got != want {
-			t.Errorf("Singular(%q) = %q; want %q", in, got, want)
+		if got := singular(in); got != want {
+			t.Errorf("singular(%q) = %q; want %q", in, got, want)
 		}
 	}
 }
