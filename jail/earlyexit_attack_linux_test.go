@@ -2,7 +2,6 @@ package jail
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,10 +13,10 @@ import (
 	"github.com/cruciblehq/crucible/violation"
 )
 
-// Attacks on the early end itself (Spec.EarlyExit): a command that reports
+// Attacks on the early end itself (Spec.ReportedExit): a command that reports
 // "ok" on fd 3, which the earlyExit of these tests reads as the exit code 3,
 // and then does what it likes before its end. None of it may change what
-// the execution says happened, or let Ended come while a process of the
+// the execution says happened, or let Wait return while a process of the
 // command can still write or raise a denied syscall. Each attack runs in
 // the shell and in Python; the Python ones carry a ballast of touched
 // memory, whose teardown after the exit (milliseconds) lets the report's
@@ -114,7 +113,7 @@ time.sleep(60)
 		// Two seconds from its first line: Python under load may take
 		// longer than that to print it.
 		b := newBeginOnOutput()
-		s.Stdout, s.Begin, s.Timeout = b, b.begun, 2*time.Second
+		s.Stdout, s.Timeout = b, 2*time.Second
 		start := time.Now()
 		r, out, _ := runEarly(t, s)
 		if r.ExitCode != ExitTimeout || !slices.Contains(r.LimitsHit, "timeout") || out != "before\n" {
@@ -128,9 +127,9 @@ time.sleep(60)
 
 // A report and then a thread (Python only), a child and a grandchild in a
 // session of its own, which write to stdout and to the workspace after a
-// second, while the command waits for them: Ended comes only once all of
+// second, while the command waits for them: Wait returns only once all of
 // them have exited, with their output and their files there. And when the
-// command does not wait for them, they die with it, before Ended: nothing
+// command does not wait for them, they die with it, before Wait: nothing
 // of theirs turns up later. Either way no process of the jail is left.
 func TestEarlyExitAttackLive(t *testing.T) {
 	const sh = `late() { sleep 1; echo $1 > /workspace/$1; echo $1; }
@@ -175,26 +174,26 @@ if pid == 0:
 				s := attackSpec(a)
 				s.Workspace = ws
 				var files []string
-				var atEnded time.Time
+				var atWait time.Time
 				r := runEarlyThen(t, s, func() {
-					atEnded = time.Now()
+					atWait = time.Now()
 					files = workspaceFiles(ws)
 				})
-				start := atEnded.Add(-r.Duration)
+				start := atWait.Add(-r.Duration)
 				if wait {
 					for _, n := range names {
 						if !slices.Contains(files, n) || !strings.Contains(r.out, n+"\n") {
-							t.Errorf("%s: at Ended, the %s had not written: files %q, output %q", a.name, n, files, r.out)
+							t.Errorf("%s: at Wait, the %s had not written: files %q, output %q", a.name, n, files, r.out)
 						}
 					}
-					if atEnded.Sub(start) < time.Second {
-						t.Errorf("%s: Ended after %s, before the processes' 1 s sleep", a.name, atEnded.Sub(start))
+					if atWait.Sub(start) < time.Second {
+						t.Errorf("%s: Wait returned after %s, before the processes' 1 s sleep", a.name, atWait.Sub(start))
 					}
 				} else {
 					// Had any survived, it would write 5 s after the start.
 					time.Sleep(time.Until(start.Add(7 * time.Second)))
 					if got := workspaceFiles(ws); len(files) != 0 || len(got) != 0 || r.out != "" {
-						t.Errorf("%s: files %q at Ended, %q later, output %q; want none: the processes die with the command", a.name, files, got, r.out)
+						t.Errorf("%s: files %q at Wait, %q later, output %q; want none: the processes die with the command", a.name, files, got, r.out)
 					}
 				}
 				if left := childrenOf(os.Getpid()); len(left) != 0 {
@@ -221,33 +220,31 @@ if pid == 0:
 	}
 }
 
-// outResult is a Result with the output that Ended saw.
+// outResult is a Result with the output that Wait saw.
 type outResult struct {
 	*Result
 	out string
 }
 
-// runEarlyThen is runEarly, calling then in Ended too.
+// runEarlyThen is runEarly, calling then once Wait has returned too.
 func runEarlyThen(t *testing.T, s *Spec, then func()) outResult {
 	t.Helper()
 	var out, errb, report bytes.Buffer
 	s.Stdout, s.Stderr, s.Result = &out, &errb, &report
-	s.EarlyExit = earlyExit(&report)
-	var early *Result
-	var outThen string
-	s.Ended = func(r *Result, err error) {
-		if err != nil {
-			t.Errorf("Ended: %v", err)
-		}
-		then()
-		early, outThen = r, out.String()
+	s.ReportedExit = earlyExit
+	j := startBegun(t, s, nil)
+	early, err := j.Wait()
+	if err != nil {
+		t.Errorf("Wait: %v", err)
 	}
-	r, err := Run(context.Background(), s)
+	then()
+	outThen := out.String()
+	r, err := j.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r != early || outThen != out.String() {
-		t.Fatalf("Run: %+v, Ended: %+v; the output grew after Ended", r, early)
+		t.Fatalf("Close: %+v, Wait: %+v; the output grew after Wait", r, early)
 	}
 	return outResult{r, outThen}
 }

@@ -12,19 +12,17 @@ import (
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
-// earlyExit is a Spec.EarlyExit that finds the exit code 3 in a report of
-// "ok", and none in any other: the command's own exit code is another, so a
-// Result with 3 came the early way.
-func earlyExit(report *bytes.Buffer) func() (int, bool) {
-	return func() (int, bool) {
-		if report.String() == "ok" {
-			return 3, true
-		}
-		return 0, false
+// earlyExit is a Spec.ReportedExit that finds the exit code 3 in a report
+// of "ok", and none in any other: the command's own exit code is another,
+// so a Result with 3 came the early way.
+func earlyExit(report []byte) (int, bool) {
+	if string(report) == "ok" {
+		return 3, true
 	}
+	return 0, false
 }
 
-// With EarlyExit, Ended comes on the command's own report once every
+// With ReportedExit, Wait returns on the command's own report once every
 // process of the command has begun to exit, before the kernel has torn it
 // down (here 200 MB of memory, which takes milliseconds, while the early
 // end takes microseconds), and has all of its output: more than a pipe
@@ -65,7 +63,7 @@ os._exit(7)`)
 	}
 }
 
-// Whichever comes first, the command's report or init's, Ended has all of
+// Whichever comes first, the command's report or init's, Wait has all of
 // the output: here a pipeline of three processes writes just before the
 // exit, and a shell's teardown is quick enough to race the report.
 func TestEarlyExitOutput(t *testing.T) {
@@ -82,39 +80,63 @@ func TestEarlyExitOutput(t *testing.T) {
 	}
 }
 
-// runEarly runs s with the earlyExit above, and checks that Ended had what
-// Run returns, output included. A Stdout of s that is a *beginOnOutput
-// gets the output first.
+// runEarly runs s with the earlyExit above, and checks that Wait had what
+// Close returns, output included. A Stdout of s that is a *beginOnOutput
+// gets the output first, and begins the jail.
 func runEarly(t *testing.T, s *Spec) (*Result, string, string) {
 	t.Helper()
 	var out, errb, report bytes.Buffer
 	stdout := io.Writer(&out)
-	if b, ok := s.Stdout.(*beginOnOutput); ok {
+	b, begins := s.Stdout.(*beginOnOutput)
+	if begins {
 		b.w, stdout = &out, b
 	}
 	s.Stdout, s.Stderr, s.Result = stdout, &errb, &report
-	s.EarlyExit = earlyExit(&report)
-	var early *Result
-	var outThen, errThen string
-	s.Ended = func(r *Result, err error) {
-		if err != nil {
-			t.Errorf("Ended: %v", err)
-		}
-		early, outThen, errThen = r, out.String(), errb.String()
+	s.ReportedExit = earlyExit
+	j := startBegun(t, s, b)
+	early, err := j.Wait()
+	if err != nil {
+		t.Errorf("Wait: %v", err)
 	}
-	r, err := Run(context.Background(), s)
+	outThen, errThen := out.String(), errb.String()
+	r, err := j.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r != early || outThen != out.String() || errThen != errb.String() {
-		t.Fatalf("Run: %+v, Ended: %+v; the output grew after Ended", r, early)
+		t.Fatalf("Close: %+v, Wait: %+v; the output grew after Wait", r, early)
 	}
 	return r, outThen, errThen
 }
 
+// startBegun starts s, and begins it at once, or, with b, at the command's
+// first output.
+func startBegun(t *testing.T, s *Spec, b *beginOnOutput) *Jail {
+	t.Helper()
+	j, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == nil {
+		j.Begin()
+		return j
+	}
+	closed := make(chan struct{})
+	t.Cleanup(func() { close(closed) })
+	go func() {
+		select {
+		case <-b.begun:
+			j.Begin()
+		case <-closed:
+		}
+	}()
+	return j
+}
+
 // beginOnOutput passes output on to w, and closes begun at its first
-// write: as a Spec's Begin, it starts the timeout once the command has
-// shown that it runs, however long a loaded machine took to start it.
+// write: as the Begin of runEarly's jail, it starts the timeout once the
+// command has shown that it runs, however long a loaded machine took to
+// start it.
 type beginOnOutput struct {
 	w     io.Writer
 	begun chan struct{}
@@ -128,7 +150,7 @@ func (b *beginOnOutput) Write(p []byte) (int, error) {
 	return b.w.Write(p)
 }
 
-// Without an exit code in the report, Ended waits for init: its exit code,
+// Without an exit code in the report, Wait waits for init: its exit code,
 // and what init itself writes after the command's processes are gone (a
 // command that is not there never starts, and init says so on stderr).
 func TestEarlyExitWithoutReport(t *testing.T) {
@@ -144,9 +166,10 @@ func TestEarlyExitWithoutReport(t *testing.T) {
 		s := spec(c.args...)
 		var out, errb, report bytes.Buffer
 		s.Stdout, s.Stderr, s.Result = &out, &errb, &report
-		s.EarlyExit = earlyExit(&report)
-		s.Ended = func(*Result, error) {}
-		r, err := Run(context.Background(), s)
+		s.ReportedExit = earlyExit
+		j := startBegun(t, s, nil)
+		_, _ = j.Wait()
+		r, err := j.Close()
 		if err != nil {
 			t.Fatal(err)
 		}

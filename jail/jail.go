@@ -9,6 +9,12 @@
 // binary's other packages initialize. It reads its settings from an
 // inherited pipe and sends its errors back to the supervisor as data.
 //
+// [Run] runs a command to its end. [Start] returns a running [Jail], whose
+// methods are its lifecycle, as os/exec's Cmd has Start and Wait (and runc
+// creates a container, then starts it): Bind attaches a late workspace,
+// Begin starts the timeout, Stdin hands over the stdin pipe, Wait returns
+// the outcome as soon as it is known, and Close waits for the teardown.
+//
 // This package knows nothing of the config file, the MCP server or the network
 // policy; the sandbox package turns the user's config into a [Spec].
 package jail
@@ -19,7 +25,6 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/cruciblehq/crucible/violation"
@@ -61,23 +66,24 @@ type Spec struct {
 	Dir  string   // working directory inside the jail; default /workspace
 
 	Workspace     string // host directory bound read-write at /workspace; "" means a fresh tmpfs
-	WorkspaceSize int64  // size of the tmpfs workspace when Workspace is "" and Late is nil
-	// Late, if not nil, binds the workspace once the jail runs (Workspace
-	// is then ""): until the caller's Late.Bind, /workspace is an empty,
-	// read-only directory, so that nothing the command does before its
-	// work arrives reaches any workspace. A command whose working
-	// directory is /workspace enters it again once its work arrives.
-	Late     *LateWorkspace
+	WorkspaceSize int64  // size of the tmpfs workspace when Workspace is "" and Late is false
+	// Late binds the workspace once the jail runs (Workspace is then ""):
+	// until Jail.Bind, /workspace is an empty, read-only directory, so
+	// that nothing the command does before its work arrives reaches any
+	// workspace. A command whose working directory is /workspace enters it
+	// again once its work arrives.
+	Late     bool
 	ReadOnly []string // extra host paths bound read-only at the same path
-	Skills   string   // a host directory bound read-only at SkillsDir; "" none
-	// SavedSkills is a host directory laid over Skills at SkillsDir, read-only
-	// (an overlay: its files hide Skills' of the same name): one client's
-	// saved skills, which no other client's jail sees. It needs Skills. With
-	// Late, Late.Bind names it instead.
-	SavedSkills string
-	TmpSize     int64 // size of the tmpfs at /tmp
+	// Layers are host directories bound read-only, each at a Path of its
+	// own.
+	Layers []Layer
+	// Over are host directories laid over the Layer of the same Path,
+	// read-only: an overlay, whose files hide the Layer's of the same
+	// name. With Late, Jail.Bind names them instead.
+	Over    []Layer
+	TmpSize int64 // size of the tmpfs at /tmp
 
-	Timeout   time.Duration // wall time, from the start, or from Begin
+	Timeout   time.Duration // wall time, from Jail.Begin (Run begins at once)
 	Memory    int64         // bytes, memory+swap
 	Pids      int           // processes and threads, the jail's own included: 0, or at least MinPids
 	CPUs      float64       // CPU quota in cores
@@ -88,16 +94,25 @@ type Spec struct {
 	// blocked then is cut short if Stdin has SetReadDeadline (a pipe, a
 	// connection), whose deadline is cleared again; any other reader must
 	// return by itself (an io.Pipe its writer closes), and what it returns
-	// after the jail has ended is dropped. A Stdin with a method
-	// UseStdinPipe(*os.File) is not read: it gets the write end of the
-	// command's stdin pipe once the jail has started, to write and close.
-	Stdin          io.Reader
+	// after the jail has ended is dropped.
+	Stdin io.Reader
+	// StdinPipe, instead of Stdin, makes the command's standard input a
+	// pipe whose write end Jail.Stdin hands over, to write and close:
+	// a warm jail's job, written the moment it arrives, with no copy
+	// between.
+	StdinPipe      bool
 	Stdout, Stderr io.Writer // nil means discard; one writer for both shares one MaxOutput
 
 	// Result, if not nil, receives what the command writes to its fd 3 (up
 	// to MaxOutput): a channel for a runtime's result, apart from the
 	// program's own output.
 	Result io.Writer
+
+	// ReportedExit, if not nil, reads the command's exit code from its
+	// report on Result (up to MaxOutput), for a command that reports and
+	// then exits at once (a language's runner): see Jail.Wait. It says
+	// whether the report has one.
+	ReportedExit func(report []byte) (code int, ok bool)
 
 	// Tools, if not nil, is a socket the command gets as its fd 4 (open
 	// across its exec, like fd 3): the private channel of the execution's
@@ -125,38 +140,17 @@ type Spec struct {
 	// leaves a resolver that answers nothing.
 	Nameserver netip.Addr
 
-	// Begin, if not nil, holds the Timeout back until it is closed: a warm
-	// jail, built ahead of its work, waits for it first.
-	Begin <-chan struct{}
-
-	// Ended, if not nil, is called once, on Run's goroutine, with Run's
-	// outcome as soon as it is known: when the command has exited (init
-	// has reaped it and said so; or see EarlyExit), its output is read to
-	// its end (every process holding a pipe has closed it) and no process
-	// of the jail can raise a denied syscall any more; or with Run's
-	// error. The jail's
-	// teardown (init's exit with its namespaces, the network, the cgroup)
-	// happens after it, and Run returns the same outcome once the jail is
-	// gone.
-	Ended func(*Result, error)
-
-	// EarlyExit, with Ended, is for a command that reports on Result and
-	// then exits at once (a language's runner): once every process of the
-	// command has begun to exit, which the kernel says before it tears
-	// their memory down (~0.6 ms for the engine's worker), and Result has
-	// all they wrote, EarlyExit is asked for the command's exit code, from
-	// its report; if it has one, Ended comes with it then, when the rest of
-	// Stdout and Stderr is read too, not once init has reaped the command.
-	// Without a seccomp listener, after the timeout's kill, ctx's or the
-	// OOM killer's, or when it says no, Ended waits for init as without it.
-	EarlyExit func() (code int, ok bool)
-
 	// AllowDegraded names the layers (LayerCgroup, ...) that may be missing.
 	AllowDegraded []string
 }
 
-// SkillsDir is where Spec.Skills is bound.
-const SkillsDir = "/skills"
+// Layer is a host directory that the jail shows read-only (Spec.Layers,
+// Spec.Over).
+type Layer struct {
+	Dir  string // the host directory
+	Path string // where the jail shows it: absolute and clean, not /workspace or under it
+	What string // what Dir is, in words the model may read (never a host path): errors name it so
+}
 
 // FilesDir is where Spec.Files go, on the jail's read-only root.
 const FilesDir = "/crucible"
@@ -233,14 +227,3 @@ const (
 	StatusOK      = "ok"
 	StatusMissing = "missing"
 )
-
-// LateWorkspace binds the workspace of a jail that is already running
-// (Spec.Late): make one per jail with NewLateWorkspace, and Bind it once.
-type LateWorkspace struct {
-	mu   sync.Mutex // held by Bind while it waits for init's answer
-	sock int        // our end of the socket to init; -1 before the jail runs and once it is over
-	sent bool       // Bind has sent its mount
-}
-
-// NewLateWorkspace makes a LateWorkspace for one jail.
-func NewLateWorkspace() *LateWorkspace { return &LateWorkspace{sock: -1} }

@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,22 +65,54 @@ func underFilesDir(p string) bool {
 	return strings.HasPrefix(p, FilesDir+"/") && filepath.Clean(p) == p
 }
 
-// Run executes s.Args in a new jail and waits for it. A *SetupError means the
-// jail could not be built (nothing of the command ran); any other error is the
-// caller's: a bad Spec, or ctx, which ended the jail before the command had
-// ended by itself. A command that had ended first is reported as it ended,
-// as os/exec does.
+// Run executes s.Args in a new jail and waits for it to be gone: Start,
+// Begin and Close. A *SetupError means the jail could not be built
+// (nothing of the command ran); any other error is the caller's: a bad
+// Spec, or ctx, which ended the jail before the command had ended by
+// itself. A command that had ended first is reported as it ended, as
+// os/exec does.
 func Run(ctx context.Context, s *Spec) (*Result, error) {
-	if err := check(ctx, s); err != nil {
-		if s.Ended != nil {
-			s.Ended(nil, err)
-		}
+	j, err := Start(ctx, s)
+	if err != nil {
 		return nil, err
 	}
-	return run(ctx, s)
+	j.Begin()
+	return j.Close()
 }
 
-// check refuses what Run cannot start.
+// Jail is a running jail, as Start returns it: its methods are its
+// lifecycle. Bind (a late workspace), Begin, Stdin and Kill may be called
+// from any goroutine; Wait and Close from one. Close must be called.
+type Jail struct {
+	x            *execution
+	ctx          context.Context
+	began        time.Time
+	degraded     []string // layers allowed to be missing, found so before init ran
+	reportedExit func([]byte) (int, bool)
+
+	begin     chan struct{} // closed by Begin: the timeout starts
+	beginOnce sync.Once
+	exited    chan struct{} // closed once the jail is gone: the timeout's goroutine ends
+	stopCtx   func() bool   // ends ctx's watch
+	ctrlDone  chan struct{} // closed when every child has closed the control socket
+	stdin     atomic.Pointer[os.File]
+
+	waited, early, closed bool // Wait was called; its outcome came before init's exit; Close was called
+	res                   *Result
+	err                   error
+}
+
+// Start starts s.Args in a new jail, and returns it running: the command
+// may be running already. Its Timeout starts with Begin. The caller must
+// Close it. Its error is Run's, for a jail that could not be started.
+func Start(ctx context.Context, s *Spec) (*Jail, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	return start(ctx, s)
+}
+
+// check refuses what Start cannot start.
 func check(ctx context.Context, s *Spec) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -98,72 +131,272 @@ func check(ctx context.Context, s *Spec) error {
 	return nil
 }
 
-// run is Run without the checks of its limits.
-func run(ctx context.Context, s *Spec) (res *Result, err error) {
-	start := time.Now()
-	ended := false
-	end := func(r *Result, e error) {
-		if !ended && s.Ended != nil {
-			ended = true
-			s.Ended(r, e)
-		}
-	}
-	defer func() { end(res, err) }()
-	for _, f := range s.Files {
-		if !underFilesDir(f.Path) {
-			return nil, fmt.Errorf("jail: file %q is not a clean path under %s", f.Path, FilesDir)
-		}
-		for _, o := range f.Over {
-			if !filepath.IsAbs(o) || filepath.Clean(o) != o || o == "/" {
-				return nil, fmt.Errorf("jail: file %q: %q is not a clean absolute path", f.Path, o)
-			}
-		}
-	}
-	if s.Self != "" && !underFilesDir(s.Self) {
-		return nil, fmt.Errorf("jail: self %q is not a clean path under %s", s.Self, FilesDir)
+// start is Start without the checks of its limits.
+func start(ctx context.Context, s *Spec) (j *Jail, err error) {
+	j = &Jail{x: &execution{}, ctx: ctx, began: time.Now(), reportedExit: s.ReportedExit}
+	x := j.x
+	if err := checkPaths(s); err != nil {
+		return nil, err
 	}
 	prog, err := filterProgram()
 	if err != nil {
 		return nil, &SetupError{Layer: "seccomp", Msg: "compiling the filter: " + err.Error()}
 	}
-	allowed := func(layer string) bool { return slices.Contains(s.AllowDegraded, layer) }
-
-	x := &execution{}
-	var degraded []string
 	x.cg, err = newCgroup(cgroupLimits{Memory: s.Memory, Pids: s.Pids, CPUs: s.CPUs})
 	if err != nil {
-		if !allowed(LayerCgroup) {
+		if !slices.Contains(s.AllowDegraded, LayerCgroup) {
 			return nil, &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
 		}
-		degraded, x.cg = append(degraded, LayerCgroup), nil
+		j.degraded, x.cg = append(j.degraded, LayerCgroup), nil
 	}
 	if x.cg != nil {
-		defer x.cg.destroy()
+		defer func() {
+			if err != nil {
+				x.cg.destroy()
+			}
+		}()
 	}
+	if err := checkPrivilege(s); err != nil {
+		return nil, err
+	}
+	if s.Late {
+		x.late = newLateWorkspace()
+		defer func() {
+			if err != nil {
+				x.late.end() // it never ran: Bind fails
+			}
+		}()
+	}
+	if err := x.start(s, childSpecOf(s, prog, x.cg != nil)); err != nil {
+		return nil, err
+	}
+	j.stdin.Store(x.stdinW)
+	j.watch(s.Timeout)
+	return j, nil
+}
 
-	defer s.Late.end() // once the jail is over, or never ran: Bind fails then
-	ids := jailIDs()
-	if s.Late != nil && s.Workspace != "" {
-		return nil, errors.New("jail: a Spec with both a Workspace and a late one")
+// watch starts what follows the running jail: the timeout, from Begin,
+// which kills it; ctx, whose end kills it; and the reader of the control
+// socket.
+func (j *Jail) watch(timeout time.Duration) {
+	x := j.x
+	j.begin, j.exited = make(chan struct{}), make(chan struct{})
+	if timeout > 0 {
+		go func() {
+			select {
+			case <-j.begin:
+			case <-j.exited:
+				return
+			}
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				x.timedOut.Store(true)
+				x.kill()
+			case <-j.exited:
+			}
+		}()
 	}
-	if s.SavedSkills != "" && (s.Skills == "" || s.Late != nil) {
-		return nil, errors.New("jail: a Spec's SavedSkills need its Skills, and no Late (whose Bind names them)")
+	j.stopCtx = context.AfterFunc(j.ctx, func() {
+		x.cancel.Store(true)
+		x.kill()
+	})
+	j.ctrlDone = make(chan struct{})
+	x.mon.exited = make(chan struct{})
+	x.mon.released = make(chan struct{})
+	go func() {
+		defer close(j.ctrlDone)
+		x.mon.read(x.ctrl)
+	}()
+}
+
+// Begin starts the Timeout: a warm jail, started ahead of its work,
+// begins when its work arrives. A second Begin does nothing.
+func (j *Jail) Begin() { j.beginOnce.Do(func() { close(j.begin) }) }
+
+// Stdin hands over the write end of the command's stdin pipe
+// (Spec.StdinPipe), to the first caller only: it then owns it, and must
+// close it. Its writes reach the command with no copy between; a write
+// the pipe cannot take at once waits for the command to read, and ends
+// (EPIPE) when the jail does. It is nil without StdinPipe and after the
+// first call. Close closes a pipe that no one took.
+func (j *Jail) Stdin() *os.File { return j.stdin.Swap(nil) }
+
+// Kill kills the jail at once: its outcome is the command's, killed,
+// unless the command had ended before.
+func (j *Jail) Kill() { j.x.kill() }
+
+// Wait waits for the command's outcome, and returns it as soon as it is
+// known: when the command has exited (init has reaped it and said so; or
+// see Spec.ReportedExit below), its output is read to its end (every
+// process holding a pipe has closed it) and no process of the jail can
+// raise a denied syscall any more. The jail's teardown (init's exit with
+// its namespaces, the network, the cgroup) comes after it, in Close,
+// which returns the same outcome.
+//
+// With Spec.ReportedExit: once every process of the command has begun to
+// exit, which the kernel says before it tears their memory down (~0.6 ms
+// for the engine's worker), and Result has all they wrote, the report is
+// asked for the command's exit code; if it has one, Wait returns with it
+// then, when the rest of Stdout and Stderr is read too, not once init has
+// reaped the command. Without a seccomp listener, after the timeout's
+// kill, ctx's or the OOM killer's, or when the report has none, Wait
+// waits for init as without it.
+func (j *Jail) Wait() (*Result, error) {
+	if j.waited || j.closed {
+		return j.res, j.err
 	}
-	if !ids.privileged && (s.Late != nil || s.Network != nil) {
+	j.waited = true
+	x := j.x
+	var released <-chan struct{}
+	if j.reportedExit != nil && x.report != nil {
+		released = x.mon.released
+	}
+	for {
+		select {
+		case <-x.mon.exited:
+			// The command has exited: its outcome is final once every
+			// process that could still add to it is gone too. Those
+			// that hold an output keep it open; those under the seccomp
+			// filter keep its listener's users. Init, exiting now, ends
+			// any that are left.
+			x.copies.Wait()
+			if x.mon.serveDone != nil {
+				<-x.mon.serveDone
+			}
+			return j.ended(nil)
+		case <-released:
+			released = nil
+			if st := x.endEarly(j.reportedExit); st != nil {
+				return j.ended(st)
+			}
+		case <-j.ctrlDone: // init ended without a word: only its exit says how
+			return j.Close()
+		}
+	}
+}
+
+// ended settles the outcome before init's exit: reported, if not nil, is
+// the command's exit as its report gave it.
+func (j *Jail) ended(reported *exitStatus) (*Result, error) {
+	j.early = true
+	j.res, j.err = j.x.outcome(j.ctx, reported, j.began, j.degraded)
+	return j.res, j.err
+}
+
+// Close waits for the jail to be gone, and returns Wait's outcome; or,
+// without Wait, the command's as init's exit gives it. Once it returns,
+// Bind fails.
+func (j *Jail) Close() (*Result, error) {
+	if j.closed {
+		return j.res, j.err
+	}
+	j.closed = true
+	x := j.x
+	if j.early {
+		// Wait has readied its caller's waiter, likely on this thread's
+		// P, which the wait4 below would keep until the runtime takes it
+		// back: let the waiter run first (at the median 50 us sooner, at
+		// worst hundreds, in a warm pool on an idle VM).
+		runtime.Gosched()
+	}
+	_ = x.cmd.Wait() // the exit status is read from ProcessState
+	<-j.ctrlDone
+	x.account()
+	x.mon.stop()
+	if x.stdin != nil {
+		x.stdin.stop()
+	}
+	// The jail is gone, so every writer is: these end at once.
+	x.copies.Wait()
+	j.stopCtx()
+	close(j.exited)
+	if !j.early {
+		j.res, j.err = x.outcome(j.ctx, nil, j.began, j.degraded)
+	}
+	unix.Close(x.ctrl)
+	x.late.end() // Bind fails from now on
+	if x.cg != nil {
+		x.cg.destroy()
+	}
+	if w := j.stdin.Swap(nil); w != nil {
+		w.Close() // no one took it
+	}
+	return j.res, j.err
+}
+
+// checkPaths refuses the paths of s that the jail cannot place.
+func checkPaths(s *Spec) error {
+	for _, f := range s.Files {
+		if !underFilesDir(f.Path) {
+			return fmt.Errorf("jail: file %q is not a clean path under %s", f.Path, FilesDir)
+		}
+		for _, o := range f.Over {
+			if !filepath.IsAbs(o) || filepath.Clean(o) != o || o == "/" {
+				return fmt.Errorf("jail: file %q: %q is not a clean absolute path", f.Path, o)
+			}
+		}
+	}
+	if s.Self != "" && !underFilesDir(s.Self) {
+		return fmt.Errorf("jail: self %q is not a clean path under %s", s.Self, FilesDir)
+	}
+	return nil
+}
+
+// checkPrivilege refuses what s asks for that this process may not give.
+func checkPrivilege(s *Spec) error {
+	if s.Late && s.Workspace != "" {
+		return errors.New("jail: a Spec with both a Workspace and a late one")
+	}
+	if err := checkLayerPaths(s.Layers, s.Over); err != nil {
+		return err
+	}
+	if len(s.Over) > 0 && s.Late {
+		return errors.New("jail: a Spec with both Over and Late (whose Bind names them)")
+	}
+	if s.Stdin != nil && s.StdinPipe {
+		return errors.New("jail: a Spec with both a Stdin and a StdinPipe")
+	}
+	if !jailIDs().privileged && (s.Late || s.Network != nil) {
 		// Cloning a mount for the jail, or entering its network namespace
 		// to make its tun device, takes CAP_SYS_ADMIN in our namespace.
 		layer := "network"
-		if s.Late != nil {
+		if s.Late {
 			layer = "workspace"
 		}
-		return nil, &SetupError{Layer: layer, Msg: "crucible is not root of a user namespace of its own, and the " + layer + " needs that",
+		return &SetupError{Layer: layer, Msg: "crucible is not root of a user namespace of its own, and the " + layer + " needs that",
 			Fix: ownNamespaceFix()}
 	}
+	return nil
+}
+
+// checkLayerPaths refuses layers at a path the jail cannot show them at, and
+// an Over with no Layer at its Path.
+func checkLayerPaths(layers, over []Layer) error {
+	for _, l := range layers {
+		p := l.Path
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" || p == "/workspace" || strings.HasPrefix(p, "/workspace/") {
+			return fmt.Errorf("jail: a layer at %q: not a clean absolute path beside the workspace", p)
+		}
+	}
+	for _, o := range over {
+		if !slices.ContainsFunc(layers, func(l Layer) bool { return l.Path == o.Path }) {
+			return fmt.Errorf("jail: an Over at %q lies over no Layer", o.Path)
+		}
+	}
+	return nil
+}
+
+// childSpecOf is what init is told of s; prog is the seccomp filter, and
+// cgroup says whether the jail has one.
+func childSpecOf(s *Spec, prog []byte, cgroup bool) *childSpec {
+	allowed := func(layer string) bool { return slices.Contains(s.AllowDegraded, layer) }
 	cs := &childSpec{
 		Args: s.Args, Env: s.Env, Dir: s.Dir,
 		Workspace: s.Workspace, WorkspaceSize: s.WorkspaceSize, Files: childFiles(s.Files),
-		ReadOnly: s.ReadOnly, Skills: s.Skills, SavedSkills: s.SavedSkills, Self: s.Self, TmpSize: s.TmpSize,
-		Rootless: ids.single(),
+		ReadOnly: s.ReadOnly, Layers: childLayers(s.Layers), Over: childLayers(s.Over), Self: s.Self, TmpSize: s.TmpSize,
+		Rootless: jailIDs().single(),
 		NoFile:   defaultNoFile, FSize: uint64(max(s.TmpSize, s.WorkspaceSize)),
 		Filter:      prog,
 		LandlockMay: allowed(LayerLandlock), NotifyMayFail: allowed(LayerSeccompNotify),
@@ -175,54 +408,44 @@ func run(ctx context.Context, s *Spec) (res *Result, err error) {
 	if cs.Dir == "" {
 		cs.Dir = "/workspace"
 	}
-	if x.cg == nil && s.Pids > 0 {
+	if !cgroup && s.Pids > 0 {
 		cs.NProc = uint64(s.Pids) // counted per user namespace: only this jail's
 	}
-
 	if s.Nameserver.IsValid() {
 		cs.Nameserver = s.Nameserver.String()
 	}
-	if err := x.start(s, cs); err != nil {
+	return cs
+}
+
+// outcome is the Result of the jail that began at start, with the layers
+// degraded before it ran; reported, if not nil, is the command's exit as
+// its own report gave it, before init's (see endEarly).
+func (x *execution) outcome(ctx context.Context, reported *exitStatus, start time.Time, degraded []string) (*Result, error) {
+	if x.net != nil {
+		// Every process of the jail that could use the network is
+		// gone, or exiting: closing it ends the connections still
+		// open, whose reports then count in the result.
+		_ = x.net.Close()
+		x.net = nil
+	}
+	var res *Result
+	var err error
+	if reported != nil {
+		res, err = x.resultOf(reported, false)
+	} else {
+		if x.cancel.Load() && x.mon.exit == nil && x.mon.setupErr == nil {
+			// Our kill, for ctx, ended the jail before init could report
+			// the command's end: the command did not finish.
+			return nil, ctx.Err()
+		}
+		res, err = x.result()
+	}
+	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(x.ctrl)
-	// outcome is the Result; reported, if not nil, is the command's exit as
-	// its own report gave it, before init's (see endEarly).
-	outcome := func(reported *exitStatus) (*Result, error) {
-		if x.net != nil {
-			// Every process of the jail that could use the network is
-			// gone, or exiting: closing it ends the connections still
-			// open, whose reports then count in the result.
-			_ = x.net.Close()
-			x.net = nil
-		}
-		var res *Result
-		var err error
-		if reported != nil {
-			res, err = x.resultOf(reported, false)
-		} else {
-			if x.cancel.Load() && x.mon.exit == nil && x.mon.setupErr == nil {
-				// Our kill, for ctx, ended the jail before init could report
-				// the command's end: the command did not finish.
-				return nil, ctx.Err()
-			}
-			res, err = x.result()
-		}
-		if err != nil {
-			return nil, err
-		}
-		res.Duration = time.Since(start)
-		res.Degraded = append(degraded, res.Degraded...)
-		return res, nil
-	}
-	var early func(*exitStatus)
-	if s.Ended != nil {
-		early = func(reported *exitStatus) { res, err = outcome(reported); end(res, err) }
-	}
-	if x.wait(ctx, s.Timeout, s.Begin, s.EarlyExit, early) {
-		return res, err
-	}
-	return outcome(nil)
+	res.Duration = time.Since(start)
+	res.Degraded = append(degraded, res.Degraded...)
+	return res, nil
 }
 
 // execution is the supervisor's side of one running jail.
@@ -234,106 +457,51 @@ type execution struct {
 	report   *outPipe       // the result channel, if the command has one
 	copies   sync.WaitGroup // until the outputs have everything
 	mon      monitor
-	timedOut atomic.Bool // the timeout killed init
-	cancel   atomic.Bool // ctx killed init
-	net      io.Closer   // the jail's network, if it has one
-	stdin    *stdinCopy  // nil without Spec.Stdin
+	timedOut atomic.Bool    // the timeout killed init
+	cancel   atomic.Bool    // ctx killed init
+	net      io.Closer      // the jail's network, if it has one
+	stdin    *stdinCopy     // nil without Spec.Stdin
+	stdinW   *os.File       // the stdin pipe's write end, for Spec.StdinPipe
+	late     *lateWorkspace // nil without Spec.Late
+	reported bytes.Buffer   // a copy of the report, for Spec.ReportedExit
+}
+
+// childFileList is the child's ends of everything, in the order
+// ExtraFiles gives them their descriptors, closed as soon as init has its
+// copies.
+type childFileList []*os.File
+
+// add appends f, and returns the descriptor init gets it as.
+func (l *childFileList) add(f *os.File) int {
+	*l = append(*l, f)
+	return 2 + len(*l)
+}
+
+func (l *childFileList) close() {
+	for _, f := range *l {
+		f.Close()
+	}
+	*l = nil
 }
 
 // start starts the jail's init and hands it its spec; when it returns nil,
 // init may already be running the command.
 func (x *execution) start(s *Spec, cs *childSpec) (err error) {
-	// The child's ends of everything, closed as soon as it has its copies.
-	var childFiles []*os.File
-	closeChildFiles := func() {
-		for _, f := range childFiles {
-			f.Close()
-		}
-		childFiles = nil
-	}
-	defer closeChildFiles()
-
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	var files childFileList
+	defer files.close()
+	specW, err := x.control(s, cs, &files)
 	if err != nil {
-		return fmt.Errorf("jail: socketpair: %w", err)
+		return err
 	}
-	// Our end stays a plain descriptor, read with blocking recvmsg: the net
-	// package would link cgo in, and with it the dynamic loader, into every
-	// process of the jail (about 1.5 ms of start-up each).
-	x.ctrl = fds[0]
-	childFiles = append(childFiles, os.NewFile(uintptr(fds[1]), "ctrl-child"))
 	defer func() {
 		if err != nil {
 			unix.Close(x.ctrl)
-		}
-	}()
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("jail: pipe: %w", err)
-	}
-	childFiles = append(childFiles, specR)
-	defer func() {
-		if err != nil {
 			specW.Close() // on success the spec writer closes it
 		}
 	}()
-	if s.Late != nil {
-		fd, err := s.Late.socket()
-		if err != nil {
-			return fmt.Errorf("jail: socketpair: %w", err)
-		}
-		cs.LateFD = 3 + len(childFiles)
-		childFiles = append(childFiles, os.NewFile(uintptr(fd), "late"))
-	}
 	ids := jailIDs()
-	if cs.Workspace != "" && ids.privileged {
-		// Best effort: without it init binds the path, and the command
-		// writes the workspace only where its permissions let the
-		// sandbox's host uid write.
-		if fd, err := workspaceMount(cs.Workspace); err == nil {
-			cs.WorkspaceFD = 3 + len(childFiles) // where ExtraFiles puts it
-			childFiles = append(childFiles, os.NewFile(uintptr(fd), "workspace"))
-		}
-	}
 	if ids.privileged {
-		// Detached copies of the read-only paths, for the same reason as
-		// this binary's below: init, root only in the jail's user
-		// namespace, cannot reach a path through a directory private to
-		// host root (a checkout under a mode 0700 home or mktemp
-		// directory). One that cannot be cloned here is left to init,
-		// whose error names it.
-		for i, p := range cs.ReadOnly {
-			fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-			if err != nil {
-				continue
-			}
-			if cs.ReadOnlyFDs == nil {
-				cs.ReadOnlyFDs = make([]int, len(cs.ReadOnly))
-			}
-			cs.ReadOnlyFDs[i] = 3 + len(childFiles)
-			childFiles = append(childFiles, os.NewFile(uintptr(fd), "ro"))
-		}
-		if cs.Skills != "" {
-			if fd, err := unix.OpenTree(unix.AT_FDCWD, cs.Skills, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {
-				cs.SkillsFD = 3 + len(childFiles)
-				childFiles = append(childFiles, os.NewFile(uintptr(fd), "skills"))
-			}
-		}
-		if cs.SavedSkills != "" {
-			if fd, err := unix.OpenTree(unix.AT_FDCWD, cs.SavedSkills, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {
-				cs.SavedSkillsFD = 3 + len(childFiles)
-				childFiles = append(childFiles, os.NewFile(uintptr(fd), "saved skills"))
-			}
-		}
-	}
-	if cs.Self != "" && ids.privileged {
-		// A detached copy of the mount that holds this binary: init could not
-		// reach it by path where a directory on the way is private to root
-		// (go test's build directory). Unprivileged, init finds it by path.
-		if fd, err := unix.OpenTree(unix.AT_FDCWD, "/proc/self/exe", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err == nil {
-			cs.SelfFD = 3 + len(childFiles)
-			childFiles = append(childFiles, os.NewFile(uintptr(fd), "self"))
-		}
+		passMounts(cs, &files)
 	}
 	// The command's pipes belong to its host uid, so that it may reopen
 	// them as a shell does for "echo >/dev/stderr" (through /proc/self/fd,
@@ -342,37 +510,13 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 	if !ids.single() {
 		owner = ids.base + SandboxUID
 	}
-	if s.Result != nil {
-		cs.ResultFD = 3 + len(childFiles)
-		w, err := x.drain(s.Result, owner, s.MaxOutput)
-		if err != nil {
-			return err
-		}
-		x.report = x.outputs[len(x.outputs)-1] // the pipe drain made
-		childFiles = append(childFiles, w)
-	}
-	if s.Tools != nil {
-		// A copy of the caller's socket, closed with the other child files
-		// once init has its own.
-		fd, err := unix.FcntlInt(s.Tools.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("jail: tools socket: %w", err)
-		}
-		cs.ToolsFD = 3 + len(childFiles)
-		childFiles = append(childFiles, os.NewFile(uintptr(fd), "tools"))
-	}
-	extra := len(childFiles) // what follows is not an extra fd of init's
-	stdout, err := x.drain(s.Stdout, owner, s.MaxOutput)
-	if err != nil {
+	if err := x.passChannels(s, cs, owner, &files); err != nil {
 		return err
 	}
-	childFiles = append(childFiles, stdout)
-	stderr := stdout // one writer for both: one pipe, or its writes would race
-	if !sameWriter(s.Stdout, s.Stderr) {
-		if stderr, err = x.drain(s.Stderr, owner, s.MaxOutput); err != nil {
-			return err
-		}
-		childFiles = append(childFiles, stderr)
+	extra := len(files) // what follows is not an extra fd of init's
+	stdout, stderr, err := x.outputPipes(s, owner, &files)
+	if err != nil {
+		return err
 	}
 	spec, err := child.EncodeSpec(cs)
 	if err != nil {
@@ -385,58 +529,204 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		Env:         childEnv, // never nil: nil would mean our environment
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  childFiles[:extra], // fdCtrl, fdSpec, then cs.WorkspaceFD, cs.ResultFD and cs.ToolsFD
+		ExtraFiles:  files[:extra], // fdCtrl, fdSpec, then cs.WorkspaceFD, cs.ResultFD and cs.ToolsFD
 		SysProcAttr: namespaceAttr(ids),
 	}
-	// A stdinTaker's end of the stdin pipe, handed over once init runs.
-	var taker stdinTaker
-	var takerW *os.File
+	if err := x.stdinPipe(s, owner, &files); err != nil {
+		return err
+	}
 	defer func() {
-		if err != nil && takerW != nil {
-			takerW.Close()
+		if err != nil && x.stdinW != nil {
+			x.stdinW.Close()
+			x.stdinW = nil
 		}
 	}()
-	if s.Stdin != nil {
-		// Stdin reaches the jail through a pipe of ours, never the caller's
-		// own descriptor, which may be a terminal.
-		r, w, err := os.Pipe()
-		if err != nil {
-			return fmt.Errorf("jail: stdin pipe: %w", err)
-		}
-		childFiles = append(childFiles, r)
-		if owner >= 0 {
-			if err := r.Chown(owner, owner); err != nil {
-				w.Close()
-				return fmt.Errorf("jail: stdin pipe: %w", err)
-			}
-		}
-		x.cmd.Stdin = r
-		if t, ok := s.Stdin.(stdinTaker); ok {
-			taker, takerW = t, w
-		} else {
-			x.stdin = copyStdin(w, s.Stdin)
-		}
-	}
 	if x.cg != nil && x.cg.v2 {
 		x.cmd.SysProcAttr.UseCgroupFD = true
 		x.cmd.SysProcAttr.CgroupFD = x.cg.fd
 	}
 
 	err = x.fork()
-	closeChildFiles()
+	files.close()
 	if err != nil {
 		if x.stdin != nil {
 			x.stdin.stop()
 		}
 		return err
 	}
+	if err := x.confine(s); err != nil {
+		return err
+	}
+	go func() {
+		// A dead child makes this fail with EPIPE; Wait reports why.
+		_, _ = specW.Write(spec)
+		specW.Close()
+	}()
+	return nil
+}
+
+// control makes the control socket, keeping our end in x.ctrl, and the
+// pipe that carries init's spec, whose write end it returns; and the
+// socket of a late workspace, if s has one.
+func (x *execution) control(s *Spec, cs *childSpec, files *childFileList) (specW *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("jail: socketpair: %w", err)
+	}
+	// Our end stays a plain descriptor, read with blocking recvmsg: the net
+	// package would link cgo in, and with it the dynamic loader, into every
+	// process of the jail (about 1.5 ms of start-up each).
+	x.ctrl = fds[0]
+	files.add(os.NewFile(uintptr(fds[1]), "ctrl-child"))
+	defer func() {
+		if err != nil {
+			unix.Close(x.ctrl)
+		}
+	}()
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("jail: pipe: %w", err)
+	}
+	files.add(specR)
+	if x.late != nil {
+		fd, err := x.late.socket()
+		if err != nil {
+			specW.Close()
+			return nil, fmt.Errorf("jail: socketpair: %w", err)
+		}
+		cs.LateFD = files.add(os.NewFile(uintptr(fd), "late"))
+	}
+	return specW, nil
+}
+
+// passMounts gives init detached copies of the host paths it binds, for a
+// supervisor that is privileged: init, root only in the jail's user
+// namespace, cannot reach a path through a directory private to host root
+// (a checkout under a mode 0700 home or mktemp directory, go test's build
+// directory). One that cannot be cloned here is left to init, whose error
+// names it.
+func passMounts(cs *childSpec, files *childFileList) {
+	if cs.Workspace != "" {
+		// Best effort: without it init binds the path, and the command
+		// writes the workspace only where its permissions let the
+		// sandbox's host uid write.
+		if fd, err := workspaceMount(cs.Workspace); err == nil {
+			cs.WorkspaceFD = files.add(os.NewFile(uintptr(fd), "workspace"))
+		}
+	}
+	for i, p := range cs.ReadOnly {
+		fd, err := openTree(p)
+		if err != nil {
+			continue
+		}
+		if cs.ReadOnlyFDs == nil {
+			cs.ReadOnlyFDs = make([]int, len(cs.ReadOnly))
+		}
+		cs.ReadOnlyFDs[i] = files.add(os.NewFile(uintptr(fd), "ro"))
+	}
+	for _, ls := range [][]child.Layer{cs.Layers, cs.Over} {
+		for i := range ls {
+			if fd, err := openTree(ls[i].Dir); err == nil {
+				ls[i].FD = files.add(os.NewFile(uintptr(fd), "layer"))
+			}
+		}
+	}
+	if cs.Self != "" {
+		// The mount that holds this binary. Unprivileged, init finds it by
+		// path.
+		if fd, err := unix.OpenTree(unix.AT_FDCWD, "/proc/self/exe", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err == nil {
+			cs.SelfFD = files.add(os.NewFile(uintptr(fd), "self"))
+		}
+	}
+}
+
+// openTree returns a detached copy of the mounts at and under the host
+// path p.
+func openTree(p string) (int, error) {
+	return unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+}
+
+// passChannels gives init the command's result pipe and tools socket, if
+// s has them.
+func (x *execution) passChannels(s *Spec, cs *childSpec, owner int, files *childFileList) error {
+	if s.Result != nil {
+		report := s.Result
+		if s.ReportedExit != nil {
+			report = io.MultiWriter(&x.reported, s.Result) // for endEarly
+		}
+		w, err := x.drain(report, owner, s.MaxOutput)
+		if err != nil {
+			return err
+		}
+		x.report = x.outputs[len(x.outputs)-1] // the pipe drain made
+		cs.ResultFD = files.add(w)
+	}
+	if s.Tools != nil {
+		// A copy of the caller's socket, closed with the other child files
+		// once init has its own.
+		fd, err := unix.FcntlInt(s.Tools.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("jail: tools socket: %w", err)
+		}
+		cs.ToolsFD = files.add(os.NewFile(uintptr(fd), "tools"))
+	}
+	return nil
+}
+
+// outputPipes are the write ends of the command's stdout and stderr.
+func (x *execution) outputPipes(s *Spec, owner int, files *childFileList) (stdout, stderr *os.File, err error) {
+	stdout, err = x.drain(s.Stdout, owner, s.MaxOutput)
+	if err != nil {
+		return nil, nil, err
+	}
+	files.add(stdout)
+	stderr = stdout // one writer for both: one pipe, or its writes would race
+	if !sameWriter(s.Stdout, s.Stderr) {
+		if stderr, err = x.drain(s.Stderr, owner, s.MaxOutput); err != nil {
+			return nil, nil, err
+		}
+		files.add(stderr)
+	}
+	return stdout, stderr, nil
+}
+
+// stdinPipe gives the command a stdin pipe of ours if s has a Stdin or a
+// StdinPipe: never the caller's own descriptor, which may be a terminal.
+// Its write end is x.stdinW, for Jail.Stdin, or Stdin is copied to it.
+func (x *execution) stdinPipe(s *Spec, owner int, files *childFileList) error {
+	if s.Stdin == nil && !s.StdinPipe {
+		return nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("jail: stdin pipe: %w", err)
+	}
+	files.add(r)
+	if owner >= 0 {
+		if err := r.Chown(owner, owner); err != nil {
+			w.Close()
+			return fmt.Errorf("jail: stdin pipe: %w", err)
+		}
+	}
+	x.cmd.Stdin = r
+	if s.StdinPipe {
+		x.stdinW = w
+	} else {
+		x.stdin = copyStdin(w, s.Stdin)
+	}
+	return nil
+}
+
+// confine finishes the jail around init, which has forked and waits for
+// its spec: the cgroup's limits on v1, and the network.
+func (x *execution) confine(s *Spec) (err error) {
 	if x.cg != nil && !x.cg.v2 {
 		// cgroup v1: init was born in the cgroup (see fork), whose limits
 		// are set only now that the supervisor's thread has left it: while
 		// the thread sat there, a memory limit could have made the OOM
 		// killer pick the supervisor, and a pids limit could have failed
 		// the clone. Nothing goes unconfined meanwhile: init does nothing
-		// before it reads its spec, which is written below, after this;
+		// before it reads its spec, which is written after this;
 		// everything the command is comes from that spec and is forked by
 		// init.
 		if err := x.cg.bound(); err != nil {
@@ -454,14 +744,6 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 			x.abort()
 			return err
 		}
-	}
-	go func() {
-		// A dead child makes this fail with EPIPE; Wait reports why.
-		_, _ = specW.Write(spec)
-		specW.Close()
-	}()
-	if taker != nil {
-		taker.UseStdinPipe(takerW)
 	}
 	return nil
 }
@@ -619,97 +901,6 @@ func (x *execution) abort() {
 	}
 }
 
-// wait waits for init to exit, killing it at the timeout or when ctx ends,
-// and for everything it said on the control socket. If ended is not nil,
-// it is called as soon as the command's outcome is final (see
-// Spec.Ended), before init's exit, and wait says whether it was.
-func (x *execution) wait(ctx context.Context, timeout time.Duration, begin <-chan struct{}, earlyExit func() (int, bool), ended func(*exitStatus)) (early bool) {
-	if timeout > 0 {
-		exited := make(chan struct{})
-		defer close(exited)
-		go func() {
-			if begin != nil {
-				select {
-				case <-begin:
-				case <-exited:
-					return
-				}
-			}
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				x.timedOut.Store(true)
-				x.kill()
-			case <-exited:
-			}
-		}()
-	}
-	stop := context.AfterFunc(ctx, func() {
-		x.cancel.Store(true)
-		x.kill()
-	})
-	defer stop()
-
-	ctrlDone := make(chan struct{})
-	x.mon.exited = make(chan struct{})
-	x.mon.released = make(chan struct{})
-	go func() {
-		defer close(ctrlDone)
-		x.mon.read(x.ctrl)
-	}()
-	if ended != nil {
-		var released <-chan struct{}
-		if earlyExit != nil && x.report != nil {
-			released = x.mon.released
-		}
-	wait:
-		for {
-			select {
-			case <-x.mon.exited:
-				// The command has exited: its outcome is final once every
-				// process that could still add to it is gone too. Those
-				// that hold an output keep it open; those under the seccomp
-				// filter keep its listener's users. Init, exiting now, ends
-				// any that are left.
-				x.copies.Wait()
-				if x.mon.serveDone != nil {
-					<-x.mon.serveDone
-				}
-				ended(nil)
-				early = true
-				break wait
-			case <-released:
-				released = nil
-				if st := x.endEarly(earlyExit); st != nil {
-					ended(st)
-					early = true
-					break wait
-				}
-			case <-ctrlDone: // init ended without a word: only its exit says how
-				break wait
-			}
-		}
-	}
-	if early {
-		// Ended has readied its caller, likely on this thread's P, which
-		// the wait4 below would keep until the runtime takes it back:
-		// let the caller run first (at the median 50 us sooner, at worst
-		// hundreds, in a warm pool on an idle VM).
-		runtime.Gosched()
-	}
-	_ = x.cmd.Wait() // the exit status is read from ProcessState
-	<-ctrlDone
-	x.account()
-	x.mon.stop()
-	if x.stdin != nil {
-		x.stdin.stop()
-	}
-	// The jail is gone, so every writer is: these end at once.
-	x.copies.Wait()
-	return early
-}
-
 // account adds the reaped jail's cost to TotalUsage: init's rusage holds
 // the command's (init waited for it), which init reported on its own.
 func (x *execution) account() {
@@ -730,23 +921,23 @@ func (x *execution) account() {
 }
 
 // endEarly ends the execution on the command's own report, without waiting
-// for init to reap it (Spec.EarlyExit): the seccomp listener's end says that
+// for init to reap it (Spec.ReportedExit): the seccomp listener's end says that
 // every process of the command has begun to exit (the kernel releases the
 // filter before it tears a process's memory down, which takes the engine's
 // worker ~0.6 ms), so none can write any more, and what the pipes hold is
 // all there will be. It returns the exit status, or nil to wait for init:
 // after the timeout's kill or ctx's or the OOM killer's (which counts its
 // kill before it sends it: a report made before it does not say how the
-// command ended), or when earlyExit finds no exit in the report (the
+// command ended), or when reportedExit finds no exit in the report (the
 // command was killed before it made one, say): its output is whole by then
 // all the same, only its exit code is init's to tell.
-func (x *execution) endEarly(earlyExit func() (int, bool)) *exitStatus {
+func (x *execution) endEarly(reportedExit func([]byte) (int, bool)) *exitStatus {
 	if x.timedOut.Load() || x.cancel.Load() || (x.cg != nil && x.cg.oomKilled()) {
 		return nil
 	}
 	// What the pipes hold is all there will be, whatever the report says.
 	stopCopies(x.outputs)
-	code, ok := earlyExit()
+	code, ok := reportedExit(x.reported.Bytes())
 	if !ok {
 		return nil
 	}
@@ -869,16 +1060,6 @@ func sameWriter(a, b io.Writer) (same bool) {
 		}
 	}()
 	return a != nil && a == b
-}
-
-// stdinTaker is a Spec.Stdin that writes the command's input itself: it is
-// not read, but handed the write end of the command's stdin pipe once the
-// jail has started, and then owns it (it must close it, even unused). Its
-// writes reach the command with no copy between: a warm jail's job,
-// written the moment it arrives. A write the pipe cannot take at once
-// waits for the command to read, and ends (EPIPE) when the jail does.
-type stdinTaker interface {
-	UseStdinPipe(w *os.File)
 }
 
 // stdinCopy copies the caller's Stdin to the jail's stdin pipe until Stdin

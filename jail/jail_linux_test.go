@@ -175,27 +175,25 @@ func TestTimerSlackIsTheCallers(t *testing.T) {
 	}
 }
 
-// With Begin, the timeout counts from when Begin closes: a warm jail may
+// The timeout counts from Begin: a warm jail may
 // wait longer than its timeout for work, then gets the whole timeout. No
 // clock: the timeout is a millisecond, so that, were it counted from the
 // start, the command would die long before it had printed and read; the
-// test closes Begin only once the command has done both.
+// test calls Begin only once the command has done both.
 func TestBegin(t *testing.T) {
 	testenv.NeedRoot(t, "the cgroup layer")
 	s := spec("/bin/sh", "-c", `echo ready; read line; echo "got $line"; exec sleep 1000`)
 	s.Timeout = time.Millisecond
-	begin := make(chan struct{})
-	s.Begin = begin
 	in, feed := pipe(t)
 	out := &syncBuffer{}
 	s.Stdin, s.Stdout = in, out
-	done := runAsync(t, s)
+	j, done := startAsync(t, s)
 	out.waitFor(t, "ready\n")
 	if _, err := feed.Write([]byte("x\n")); err != nil {
 		t.Fatal(err)
 	}
 	out.waitFor(t, "got x\n")
-	close(begin)
+	j.Begin()
 	r := <-done
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -280,6 +278,24 @@ func runAsync(t *testing.T, s *Spec) <-chan runResult {
 		done <- runResult{res, err}
 	}()
 	return done
+}
+
+// startAsync starts s, bounded by deadline, and waits for its end on a
+// goroutine: Close's outcome. The caller begins it.
+func startAsync(t *testing.T, s *Spec) (*Jail, <-chan runResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	t.Cleanup(cancel)
+	j, err := Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan runResult, 1)
+	go func() {
+		res, err := j.Close()
+		done <- runResult{res, err}
+	}()
+	return j, done
 }
 
 // The tools socket is the command's fd 4, with or without a result channel

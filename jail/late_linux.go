@@ -1,36 +1,60 @@
 package jail
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// errNotRunning is Bind's error for a jail that is not running.
+// errNotRunning is Bind's error for a jail that is not running, or has no
+// late workspace.
 var errNotRunning = errors.New("jail: the jail is not running, or its workspace is bound already")
+
+// lateWorkspace binds the workspace of a jail that is already running
+// (Spec.Late), once.
+type lateWorkspace struct {
+	mu   sync.Mutex // held by bind while it waits for init's answer
+	sock int        // our end of the socket to init; -1 before the jail runs and once it is over
+	sent bool       // bind has sent its mount
+}
+
+func newLateWorkspace() *lateWorkspace { return &lateWorkspace{sock: -1} }
 
 // Bind attaches dir, a host directory, at the running jail's /workspace,
 // as Spec.Workspace would have been (idmapped where the filesystem allows),
-// and, unless saved is "", lays saved over the jail's /skills as
-// Spec.SavedSkills would have been. It returns once they are there: the
-// command may be handed its work then. It is called once, from any
-// goroutine, after the jail has started (its Spec.Stdin has its pipe,
-// say); it fails once the jail is over.
-func (l *LateWorkspace) Bind(dir, saved string) error {
+// and lays each of over on the Layer of its Path, as Spec.Over would have
+// been: for a jail whose Spec has Late. It returns once they are there:
+// the command may be handed its work then. It may be called once, from
+// any goroutine; it fails once the jail is over.
+func (j *Jail) Bind(dir string, over ...Layer) error {
+	if j.x.late == nil {
+		return errNotRunning
+	}
+	return j.x.late.bind(dir, over)
+}
+
+func (l *lateWorkspace) bind(dir string, over []Layer) error {
 	fd, err := workspaceMount(dir)
 	if err != nil {
 		return &SetupError{Layer: "workspace", Msg: "the workspace could not be bound", Detail: err.Error()}
 	}
 	defer unix.Close(fd)
 	fds := []int{fd}
-	if saved != "" {
-		sfd, err := unix.OpenTree(unix.AT_FDCWD, saved, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	for _, o := range over {
+		ofd, err := openTree(o.Dir)
 		if err != nil {
-			return &SetupError{Layer: "workspace", Msg: "the client's saved skills could not be bound", Detail: err.Error()}
+			return &SetupError{Layer: "workspace", Msg: o.What + " could not be bound", Detail: err.Error()}
 		}
-		defer unix.Close(sfd)
-		fds = append(fds, sfd)
+		defer unix.Close(ofd)
+		fds = append(fds, ofd)
+	}
+	// What init lays where: the fds after the workspace's, in order.
+	msg, err := json.Marshal(childLayers(over))
+	if err != nil {
+		return err
 	}
 	// Held until init answers, or ends: end waits for it before it
 	// closes the socket.
@@ -40,7 +64,7 @@ func (l *LateWorkspace) Bind(dir, saved string) error {
 		return errNotRunning
 	}
 	l.sent = true
-	if err := unix.Sendmsg(l.sock, []byte{0}, unix.UnixRights(fds...), nil, 0); err != nil {
+	if err := unix.Sendmsg(l.sock, msg, unix.UnixRights(fds...), nil, 0); err != nil {
 		return errNotRunning // init is gone
 	}
 	buf := make([]byte, 256)
@@ -78,7 +102,7 @@ func workspaceMount(dir string) (int, error) {
 }
 
 // socket makes the socket to init, and returns init's end.
-func (l *LateWorkspace) socket() (int, error) {
+func (l *lateWorkspace) socket() (int, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
@@ -89,9 +113,9 @@ func (l *LateWorkspace) socket() (int, error) {
 	return fds[1], nil
 }
 
-// end says that the jail is over (or never ran), once Bind, if it waits,
+// end says that the jail is over (or never ran), once bind, if it waits,
 // has its answer, and closes our end of the socket.
-func (l *LateWorkspace) end() {
+func (l *lateWorkspace) end() {
 	if l == nil {
 		return
 	}

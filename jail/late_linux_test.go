@@ -38,22 +38,21 @@ func TestLateWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := spec("/bin/sh", "-c", lateScript)
-	in := make(takeStdin, 1)
 	var out syncBuffer
 	var errb bytes.Buffer
-	s.Stdin, s.Stdout, s.Stderr = in, &out, &errb
-	s.Late = NewLateWorkspace()
-	if err := s.Late.Bind(dir, ""); !errors.Is(err, errNotRunning) {
-		t.Errorf("Bind before the jail runs: %v, want errNotRunning", err)
+	s.StdinPipe, s.Stdout, s.Stderr = true, &out, &errb
+	if j, _ := startAsync(t, spec("/bin/true")); j.Bind(dir) == nil {
+		t.Error("Bind into a jail without a late workspace succeeded")
 	}
-	s.Late = NewLateWorkspace()
-	done := runAsync(t, s)
-	w := in.pipe(t)
+	s.Late = true
+	j, done := startAsync(t, s)
+	j.Begin()
+	w := stdinOf(t, j)
 	out.waitFor(t, "waiting\n")
-	if err := s.Late.Bind(dir, ""); err != nil {
+	if err := j.Bind(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Late.Bind(t.TempDir(), ""); !errors.Is(err, errNotRunning) {
+	if err := j.Bind(t.TempDir()); !errors.Is(err, errNotRunning) {
 		t.Errorf("a second Bind: %v, want errNotRunning", err)
 	}
 	if _, err := w.WriteString("job-1\n"); err != nil {
@@ -87,7 +86,7 @@ func TestLateWorkspace(t *testing.T) {
 	if len(ents) != 2 {
 		t.Errorf("the workspace holds %v, want mine and late", ents)
 	}
-	if err := s.Late.Bind(dir, ""); !errors.Is(err, errNotRunning) {
+	if err := j.Bind(dir); !errors.Is(err, errNotRunning) {
 		t.Errorf("Bind once the jail is over: %v, want errNotRunning", err)
 	}
 }
@@ -102,14 +101,14 @@ func TestLateWorkspaceRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := spec("/bin/sh", "-c", "read x; cd /workspace; touch f 2>/dev/null && echo wrote")
-	in := make(takeStdin, 1)
 	var out bytes.Buffer
-	s.Stdin, s.Stdout = in, &out
-	s.Late = NewLateWorkspace()
-	done := runAsync(t, s)
-	w := in.pipe(t)
+	s.StdinPipe, s.Stdout = true, &out
+	s.Late = true
+	j, done := startAsync(t, s)
+	j.Begin()
+	w := stdinOf(t, j)
 	var se *SetupError
-	if err := s.Late.Bind(link, ""); !errors.As(err, &se) || se.Layer != "workspace" || strings.Contains(se.Error(), real) {
+	if err := j.Bind(link); !errors.As(err, &se) || se.Layer != "workspace" || strings.Contains(se.Error(), real) {
 		t.Errorf("Bind of a symlink: %v, want a SetupError of layer workspace without the path", err)
 	}
 	w.Close()

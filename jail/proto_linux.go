@@ -36,6 +36,18 @@ func childFiles(files []File) []child.File {
 	return out
 }
 
+// childLayers is layers as the child side takes them.
+func childLayers(layers []Layer) []child.Layer {
+	if len(layers) == 0 {
+		return nil
+	}
+	out := make([]child.Layer, len(layers))
+	for i, l := range layers {
+		out[i] = child.Layer{Dir: l.Dir, Path: l.Path, What: l.What}
+	}
+	return out
+}
+
 // encodeFilter packs a seccomp program for childSpec.Filter.
 var encodeFilter = child.EncodeFilter
 

@@ -11,7 +11,7 @@ import (
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
-// Spec.Skills is read-only at /skills: the command reads the files, and its
+// A Layer is read-only at its Path: the command reads the files, and its
 // attempts to change them fail.
 func TestSkills(t *testing.T) {
 	testenv.NeedRoot(t, "the cgroup layer")
@@ -20,7 +20,7 @@ func TestSkills(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := spec("/bin/sh", "-c", `cat /skills/greet.ts; echo x > /skills/new.ts && echo wrote; rm /skills/greet.ts && echo removed; ls /skills; grep ' /skills ' /proc/self/mounts | cut -d' ' -f4 | cut -d, -f1`)
-	s.Skills = dir
+	s.Layers = []Layer{skills(dir)}
 	var out bytes.Buffer
 	s.Stdout, s.Stderr = &out, &out
 	if _, err := Run(context.Background(), s); err != nil {
@@ -86,14 +86,14 @@ func checkLayers(t *testing.T, got, operator string) {
 	}
 }
 
-// Spec.SavedSkills lies over Skills at /skills: the command sees both, the
-// saved ones on top, and can change neither; the saved skills appear
-// nowhere else in the jail.
+// An Over lies over the Layer at its Path: the command sees both, the
+// Over's files on top, and can change neither; the Over appears nowhere
+// else in the jail.
 func TestSavedSkills(t *testing.T) {
 	testenv.NeedRoot(t, "the cgroup layer")
 	operator, saved := twoLayers(t)
 	s := spec("/bin/sh", "-c", savedScript+"cat /skills/same.ts")
-	s.Skills, s.SavedSkills = operator, saved
+	s.Layers, s.Over = []Layer{skills(operator)}, []Layer{savedSkills(saved)}
 	var out bytes.Buffer
 	s.Stdout, s.Stderr = &out, &out
 	if _, err := Run(context.Background(), s); err != nil {
@@ -105,27 +105,27 @@ func TestSavedSkills(t *testing.T) {
 	}
 
 	s = spec("/bin/true")
-	s.SavedSkills = saved
+	s.Over = []Layer{savedSkills(saved)}
 	if _, err := Run(context.Background(), s); err == nil {
-		t.Error("SavedSkills without Skills ran")
+		t.Error("an Over without its Layer ran")
 	}
 }
 
-// A Late.Bind with saved skills lays them over /skills with the workspace;
-// before it, /skills is the operator's alone.
+// A Jail.Bind with an Over lays it over its Layer with the workspace;
+// before it, the Layer is alone.
 func TestLateSavedSkills(t *testing.T) {
 	testenv.NeedRoot(t, "the cgroup layer")
 	operator, saved := twoLayers(t)
 	s := spec("/bin/sh", "-c", "ls /skills | sed 's/^/early: /'; echo waiting; read job\n"+savedScript)
-	s.Skills = operator
-	in := make(takeStdin, 1)
+	s.Layers = []Layer{skills(operator)}
 	var out syncBuffer
-	s.Stdin, s.Stdout, s.Stderr = in, &out, &out
-	s.Late = NewLateWorkspace()
-	done := runAsync(t, s)
-	w := in.pipe(t)
+	s.StdinPipe, s.Stdout, s.Stderr = true, &out, &out
+	s.Late = true
+	j, done := startAsync(t, s)
+	j.Begin()
+	w := stdinOf(t, j)
 	out.waitFor(t, "waiting\n")
-	if err := s.Late.Bind(t.TempDir(), saved); err != nil {
+	if err := j.Bind(t.TempDir(), savedSkills(saved)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.WriteString("go\n"); err != nil {
@@ -142,3 +142,9 @@ func TestLateSavedSkills(t *testing.T) {
 	}
 	checkLayers(t, got, operator)
 }
+
+// skills and savedSkills are an operator's skills at /skills, and a
+// client's saved skills over them, as package sandbox lays them.
+func skills(dir string) Layer { return Layer{Dir: dir, Path: "/skills", What: "the skills directory"} }
+
+func savedSkills(dir string) Layer { return Layer{Dir: dir, Path: "/skills", What: "the saved skills"} }

@@ -13,38 +13,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// takeStdin is a Stdin that writes the command's input itself (stdinTaker).
-type takeStdin chan *os.File
-
-func (takeStdin) Read([]byte) (int, error) {
-	return 0, errors.New("read: the jail should have handed over its pipe")
-}
-
-func (c takeStdin) UseStdinPipe(w *os.File) { c <- w }
-
-// pipe waits for the jail to hand over its stdin pipe.
-func (c takeStdin) pipe(t *testing.T) *os.File {
-	t.Helper()
-	select {
-	case w := <-c:
-		return w
-	case <-time.After(deadline):
-		t.Fatal("the jail never handed over its stdin pipe")
-		return nil
-	}
-}
-
-// A Stdin that takes the pipe gets it once the jail runs, and what it
-// writes reaches the command: more than a pipe holds at once too, the
-// write waiting for the command to read.
+// With StdinPipe, Jail.Stdin hands over the pipe once the jail runs, and
+// what its taker writes reaches the command: more than a pipe holds at
+// once too, the write waiting for the command to read.
 func TestStdinTaker(t *testing.T) {
 	testenv.NeedRoot(t, "the cgroup layer")
 	s := spec("/bin/sh", "-c", "wc -c")
-	in := make(takeStdin, 1)
 	var out bytes.Buffer
-	s.Stdin, s.Stdout = in, &out
-	done := runAsync(t, s)
-	w := in.pipe(t)
+	s.StdinPipe, s.Stdout = true, &out
+	j, done := startAsync(t, s)
+	j.Begin()
+	w := stdinOf(t, j)
 	job := bytes.Repeat([]byte("x"), 1<<20)
 	if _, err := w.Write(job); err != nil {
 		t.Fatal(err)
@@ -64,16 +43,20 @@ func TestStdinTaker(t *testing.T) {
 func TestStdinTakerWriteEndsWithTheJail(t *testing.T) {
 	testenv.NeedRoot(t, "the cgroup layer")
 	s := spec("/bin/sleep", "1000")
-	in := make(takeStdin, 1)
-	s.Stdin = in
+	s.StdinPipe = true
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	j, err := Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Begin()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, s)
+		_, err := j.Close()
 		done <- err
 	}()
-	w := <-in
+	w := stdinOf(t, j)
 	defer w.Close()
 	wrote := make(chan error, 1)
 	go func() {
@@ -90,6 +73,36 @@ func TestStdinTakerWriteEndsWithTheJail(t *testing.T) {
 		t.Fatal("the write outlived the jail")
 	}
 	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("Run: %v, want context.Canceled", err)
+		t.Errorf("Close: %v, want context.Canceled", err)
+	}
+}
+
+// stdinOf takes j's stdin pipe, which a second call does not get again.
+func stdinOf(t *testing.T, j *Jail) *os.File {
+	t.Helper()
+	w := j.Stdin()
+	if w == nil {
+		t.Fatal("the jail has no stdin pipe to hand over")
+	}
+	if j.Stdin() != nil {
+		t.Error("the jail handed its stdin pipe over twice")
+	}
+	return w
+}
+
+// Kill ends a running jail at once, and its outcome says so: the command
+// was killed, not timed out, and ctx did not end it.
+func TestKill(t *testing.T) {
+	testenv.NeedRoot(t, "the cgroup layer")
+	s := spec("/bin/sh", "-c", "echo ready; exec sleep 1000")
+	out := &syncBuffer{}
+	s.Stdout = out
+	j, done := startAsync(t, s)
+	j.Begin()
+	out.waitFor(t, "ready\n")
+	j.Kill()
+	r := <-done
+	if r.err != nil || r.res.Signal != "SIGKILL" || r.res.ExitCode != 137 || len(r.res.LimitsHit) != 0 {
+		t.Errorf("%v %+v; want the command killed, no limit hit", r.err, r.res)
 	}
 }

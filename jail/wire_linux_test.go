@@ -47,7 +47,6 @@ func TestWire(t *testing.T) {
 		{"SandboxUID", SandboxUID, child.SandboxUID},
 		{"SandboxName", SandboxName, child.SandboxName},
 		{"Hostname", Hostname, child.Hostname},
-		{"SkillsDir", SkillsDir, child.SkillsDir},
 		{"ExitSetup", ExitSetup, child.ExitSetup},
 		{"MinPids", MinPids, child.MinPids},
 		{"LayerLandlock", LayerLandlock, child.LayerLandlock},

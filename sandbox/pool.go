@@ -94,16 +94,15 @@ var ErrPoolClosed = errors.New("sandbox: the pool is closed")
 type warmJail struct {
 	x      *execution
 	born   time.Time
-	begin  chan struct{} // closed when its work arrives: its timeout starts
 	ready  chan struct{} // closed when its worker waits for work, warmed
-	stdin  stdinPipe
 	cancel context.CancelFunc
 
-	late *jail.LateWorkspace // with PoolOptions.Workspaces
+	j       *jail.Jail    // set when started is closed: the jail runs
+	started chan struct{} // never closed for a jail that could not start
 
 	// Set when ended is closed: the execution's outcome is known, as soon
-	// as the worker has exited and its output is read. done is closed
-	// later, when the jail is gone.
+	// as the worker has exited and its output is read (j.Wait). done is
+	// closed later, when the jail is gone.
 	ended chan struct{}
 	res   *jail.Result
 	err   error
@@ -268,38 +267,20 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 
 	job.Caller.Language = l.Name
 	w.x.begin(programRecord(l.Name, job.Source), job.Caller)
+	j := w.running(ctx) // nil: it never got to run, or ctx ended first (see below)
 	var in *os.File
-	select {
-	case in = <-w.stdin:
-	case <-w.ended: // it never got to run
-	case <-ctx.Done(): // see below
+	if j != nil {
+		in = j.Stdin()
 	}
-	if in != nil && w.late != nil {
-		// The workspace first, once the worker waits for its job (a jail
-		// taken while it starts is not ready yet): nothing it did before
-		// reaches the workspace, and it reads the job only once the
-		// workspace is there.
-		stop := context.AfterFunc(ctx, w.cancel)
-		ready := true
-		select {
-		case <-w.ready:
-			err = w.late.Bind(job.Workspace, job.SavedSkills)
-		case <-w.ended:
-			ready = false
-		}
-		stop()
-		if !ready && ctx.Err() == nil {
+	if in != nil && p.o.Workspaces {
+		if own, err := w.bind(ctx, j, job); own || err != nil {
 			_ = in.Close()
-			endedOwn = true
-			return w.x.finish(w.res, w.err) // the worker's end says why
-		}
-		if err != nil || !ready {
-			_ = in.Close()
+			if own {
+				endedOwn = true
+				return w.x.finish(w.res, w.err) // the worker's end says why
+			}
 			w.cancel()
 			<-w.ended
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
 			return w.x.finish(nil, err)
 		}
 	}
@@ -307,8 +288,8 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 	// goes first, so the worker has it before the jail's timer wakes;
 	// a larger one may wait for the worker to read, under the timeout.
 	small := len(input) <= pipeBuf
-	if !small {
-		close(w.begin)
+	if !small && j != nil {
+		j.Begin()
 	}
 	if in != nil {
 		// Written here, straight into the worker's stdin; a write that
@@ -318,8 +299,8 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 		_ = in.Close()
 		stop()
 	}
-	if small {
-		close(w.begin)
+	if small && j != nil {
+		j.Begin()
 	}
 	// The result goes back before the jail's teardown, which the jail's
 	// goroutine finishes on its own (Close waits for it).
@@ -332,6 +313,39 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 		return w.x.finish(nil, ctx.Err())
 	}
 	return w.x.finish(w.res, w.err)
+}
+
+// running returns w's jail once it runs: nil if it ended before, or ctx
+// did.
+func (w *warmJail) running(ctx context.Context) *jail.Jail {
+	select {
+	case <-w.started:
+		return w.j
+	case <-w.ended:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// bind binds job's workspace (and the client's saved skills) into j, w's
+// jail, once its worker waits for its job (a jail taken while it starts
+// is not ready yet): nothing it did before reaches the workspace, and it
+// reads the job only once the workspace is there. own says that the jail
+// ended on its own first; err, that the bind failed, or ctx ended.
+func (w *warmJail) bind(ctx context.Context, j *jail.Jail, job Job) (own bool, err error) {
+	stop := context.AfterFunc(ctx, w.cancel)
+	select {
+	case <-w.ready:
+		err = j.Bind(job.Workspace, lateSkills(job.SavedSkills)...)
+		stop()
+		if err != nil && ctx.Err() != nil {
+			err = ctx.Err() // its kill failed the bind
+		}
+		return false, err
+	case <-w.ended:
+		stop()
+		return ctx.Err() == nil, ctx.Err()
+	}
 }
 
 // take returns a ready jail for a program in language, dropping any that
@@ -413,20 +427,17 @@ func (p *Pool) refill() {
 // counted in p.wg before Close can wait.
 func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
-	w := &warmJail{born: time.Now(), begin: make(chan struct{}), ready: make(chan struct{}), stdin: make(stdinPipe, 1), cancel: cancel,
-		ended: make(chan struct{}), done: make(chan struct{})}
-	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Stdin: w.stdin, Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
+	w := &warmJail{born: time.Now(), ready: make(chan struct{}), cancel: cancel,
+		started: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{})}
+	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
+	w.x.spec.StdinPipe = true // runIn writes the job into it
 	w.x.endOnReport(p.prog)
 	if p.lang.Warm.SaysReady {
 		w.x.spec.Result = &readyMark{w: w.x.spec.Result, ready: w.ready}
 	} else {
 		close(w.ready)
 	}
-	w.x.spec.Begin = w.begin
-	if p.o.Workspaces {
-		w.late = jail.NewLateWorkspace()
-		w.x.spec.Late = w.late
-	}
+	w.x.spec.Late = p.o.Workspaces
 	// Attached here, not in the goroutine: Run's begin reads what attach
 	// sets. (It only compiles the policy; the network is built in the jail.)
 	if w.err = w.x.err; w.err == nil {
@@ -443,29 +454,38 @@ func (p *Pool) start() *warmJail {
 		close(w.done)
 		return w
 	}
-	w.x.spec.Ended = func(res *jail.Result, err error) {
-		w.res, w.err = res, err
-		close(w.ended)
-	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		defer cancel()
-		_, err := jail.Run(ctx, w.x.spec) // the same outcome Ended had
-		w.x.release()                     // a jail that expired unused has no finish to do it
+		err := w.run(ctx)
+		w.x.release() // a jail that expired unused has no finish to do it
 		var se *jail.SetupError
 		if errors.As(err, &se) {
 			p.stats.failed.Add(1)
 			p.stats.lastFailure.Store(se)
 		}
-		select {
-		case in := <-w.stdin: // no execution took it
-			_ = in.Close()
-		default:
-		}
 		close(w.done)
 	}()
 	return w
+}
+
+// run starts w's jail and runs it to its end: its outcome is w's as soon
+// as it is known (ended), and the jail's teardown follows. It returns the
+// outcome's error.
+func (w *warmJail) run(ctx context.Context) error {
+	j, err := jail.Start(ctx, w.x.spec)
+	if err != nil {
+		w.err = err
+		close(w.ended)
+		return err
+	}
+	w.j = j
+	close(w.started)
+	w.res, w.err = j.Wait()
+	close(w.ended)
+	_, err = j.Close() // the same outcome; and a stdin pipe no execution took is closed
+	return err
 }
 
 // expire destroys ready jails older than Idle: an idle pool empties, and
@@ -543,16 +563,6 @@ func (w *warmJail) isReady() bool {
 // pipeBuf is what an empty pipe takes without blocking: POSIX's PIPE_BUF,
 // Linux's smallest pipe (a page).
 const pipeBuf = 4096
-
-// stdinPipe is a warm jail's Stdin: never read, it gets the write end of
-// the worker's stdin pipe when the jail starts (see jail's stdinTaker),
-// for RunIn to write the job into with no copy between.
-type stdinPipe chan *os.File
-
-func (stdinPipe) Read([]byte) (int, error) { return 0, io.EOF }
-
-// UseStdinPipe is called once, by the jail, once its init runs.
-func (c stdinPipe) UseStdinPipe(w *os.File) { c <- w }
 
 // readyMark passes the worker's fd 3 on, but for its first byte if that is
 // lang.ReadyMark, which closes ready instead. Its writes come from one

@@ -139,7 +139,7 @@ type execution struct {
 func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 	x := &execution{spec: spec, audit: o.Audit, program: program, loaded: o.Secrets}
 	spec.Stdin, spec.Stdout, spec.Stderr = o.Stdin, o.Stdout, o.Stderr
-	spec.Skills, spec.SavedSkills = o.Skills, o.SavedSkills
+	spec.Layers, spec.Over = skillsLayers(o.Skills, o.SavedSkills)
 	if o.Stdout == nil {
 		x.stdout = &bytes.Buffer{}
 		spec.Stdout = x.stdout
@@ -161,16 +161,17 @@ func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 // that gives its exit code there (lang.Program.ReportsExit).
 func (x *execution) endOnReport(p *lang.Program) {
 	if p.ReportsExit {
-		x.spec.EarlyExit = x.reportedExit
+		x.spec.ReportedExit = reportedExit
 	}
 }
 
 // reportedExit is the exit code the runner gave in its report, if it gave
-// one (jail.Spec.EarlyExit, asked once the report is complete): the
+// one (jail.Spec.ReportedExit, asked once the report is complete): a pooled
 // execution then ends without waiting for the kernel to tear the runner
-// down.
-func (x *execution) reportedExit() (int, bool) {
-	o, err := lang.ParseOutcome(x.report.Bytes())
+// down. The report is as the runner wrote it: a warm worker's begins with
+// lang.ReadyMark (see readyMark).
+func reportedExit(report []byte) (int, bool) {
+	o, err := lang.ParseOutcome(bytes.TrimPrefix(report, []byte{lang.ReadyMark}))
 	if err != nil || o.Exit == nil {
 		return 0, false
 	}

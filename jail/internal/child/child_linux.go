@@ -128,7 +128,7 @@ func initMain() int {
 
 	if s.LateFD > 0 {
 		// Before the command starts: a mount sent early waits in the socket.
-		go bindLate(s.LateFD)
+		go bindLate(s.LateFD, s.Layers)
 	}
 	resultFD := s.ResultFD // init's copy of the command's result pipe
 	spareThreads(spareMs)  // from here on the command may fill the pids limit
@@ -143,7 +143,7 @@ func initMain() int {
 	}
 	// Init keeps no copy of the command's outputs: they end as soon as the
 	// command, and whatever it started, has closed them, and the supervisor
-	// has them whole before init's own exit (jail.Spec.Ended).
+	// has them whole before init's own exit (jail.Jail.Wait).
 	if null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
 		for fd := range 3 {
 			_ = unix.Dup3(null, fd, 0)

@@ -78,6 +78,8 @@ func spareThreads(n int) {
 	done.Wait()
 }
 
+// forkCommand takes from this thread what the command must not have, and
+// forks the command from it (see startCommand).
 func forkCommand(s *Spec) (int, int) {
 	SetSlack(s.Slack) // this thread's: it starts the command, then ends
 	if err := setLimits(s); err != nil {
@@ -92,31 +94,50 @@ func forkCommand(s *Spec) (int, int) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, fail("capabilities", "setting no_new_privs: %v", err)
 	}
+	path, pid, code := findCommand(s)
+	if path == "" {
+		return pid, code
+	}
+	if pid, code := restrict(s); code != 0 {
+		return pid, code
+	}
+	return forkExec(s, path)
+}
 
-	// The command's file and working directory, as the sandbox user finds
-	// them: with its effective ids, for a moment.
+// findCommand finds the command's file and enters its working directory,
+// as the sandbox user finds them: with its effective ids, for a moment.
+// Without a path, it returns what forkCommand returns.
+func findCommand(s *Spec) (path string, pid, code int) {
 	if err := setIDs(-1, SandboxUID, -1, -1, SandboxUID, -1); err != nil {
-		return 0, fail("capabilities", "%v", err)
+		return "", 0, fail("capabilities", "%v", err)
 	}
 	// What goes wrong from here on is the command's own (a name not found,
 	// a directory missing) and is reported as a shell would, on its stderr,
 	// with the shell's exit codes.
 	path, err := lookPath(s.Args[0], envValue(s.Env, "PATH"))
 	if err != nil {
-		return commandFailed(127, "%s: %v", s.Args[0], err)
+		pid, code := commandFailed(127, "%s: %v", s.Args[0], err)
+		return "", pid, code
 	}
 	if err := unix.Chdir(s.Dir); err != nil { // init's too: it has no use for its own
-		return commandFailed(126, "working directory %s: %v", s.Dir, err)
+		pid, code := commandFailed(126, "working directory %s: %v", s.Dir, err)
+		return "", pid, code
 	}
 	if err := setIDs(-1, 0, -1, -1, 0, -1); err != nil {
-		return 0, fail("capabilities", "%v", err)
+		return "", 0, fail("capabilities", "%v", err)
 	}
 	// Each change of effective id set init's dump flag to the host's
 	// fs.suid_dumpable: clear it again.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return 0, fail("capabilities", "clearing the dumpable flag: %v", err)
+		return "", 0, fail("capabilities", "clearing the dumpable flag: %v", err)
 	}
+	return path, 0, 0
+}
 
+// restrict applies Landlock and the seccomp filter to this thread, and
+// sends the filter's listener to the supervisor. It returns a code other
+// than 0 with what forkCommand returns.
+func restrict(s *Spec) (pid, code int) {
 	if err := restrictFS(); err != nil {
 		if !s.LandlockMay || !errors.Is(err, errLandlockUnavailable) {
 			return 0, fail(LayerLandlock, "%v", err)
@@ -147,7 +168,11 @@ func forkCommand(s *Spec) (int, int) {
 			return 0, fail("seccomp", "%v", err)
 		}
 	}
+	return 0, 0
+}
 
+// forkExec forks the command, the file at path, from this thread.
+func forkExec(s *Spec, path string) (int, int) {
 	// The result pipe becomes the command's fd 3, the tools socket its fd 4.
 	files := []uintptr{0, 1, 2}
 	if s.ResultFD > 0 {

@@ -1,10 +1,12 @@
 package child
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -29,7 +31,7 @@ var etcBinds = []string{"/etc/ld.so.cache", "/etc/ssl/certs", "/etc/pki/tls/cert
 // mount covers when it walks up from a file, so the rule that lets the
 // command write its workspace is on the parent, /run, which holds nothing
 // else. A rule on the mount's own root would have to be made after the
-// mount, and a workspace bound late (Spec.LateWorkspace) is mounted after
+// mount, and a workspace bound late (Spec.LateFD) is mounted after
 // the command has its Landlock domain.
 const workspaceDir = "/run/workspace"
 
@@ -52,9 +54,47 @@ func setupRoot(s *Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
+	binds, links, err := planBinds(s)
+	if err != nil {
+		return err
+	}
+	over := make([]int, len(s.Over)) // laid over their layers once the root is built
+	for i, o := range s.Over {
+		over[i] = o.FD
+		if over[i] <= 0 {
+			fd, err := unix.OpenTree(unix.AT_FDCWD, o.Dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if err != nil {
+				return &bindError{&bind{src: o.Dir, what: o.What}, "cloning", err}
+			}
+			over[i] = fd
+		}
+		defer unix.Close(over[i])
+	}
+	// Clone every source first: after this, host paths are never resolved again.
+	if err := cloneBinds(binds); err != nil {
+		return err
+	}
+	if err := populate(s, links); err != nil {
+		return err
+	}
+	if err := mountAll(s, binds); err != nil {
+		return err
+	}
+	if err := pivot(); err != nil {
+		return err
+	}
+	for i, o := range s.Over {
+		if err := layerOver(over[i], o.Path, o.What); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	binds := []*bind{{src: "/usr", dst: "usr", what: "/usr"}}
-	var links [][2]string // name, target
+// planBinds lists what s binds into the jail, and the symlinks of its
+// root: name, target.
+func planBinds(s *Spec) (binds []*bind, links [][2]string, err error) {
+	binds = []*bind{{src: "/usr", dst: "usr", what: "/usr"}}
 	for _, name := range rootLinks {
 		p := "/" + name
 		fi, err := os.Lstat(p)
@@ -64,7 +104,7 @@ func setupRoot(s *Spec) error {
 		case fi.Mode()&os.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {
-				return fmt.Errorf("reading /%s: %w", name, err)
+				return nil, nil, fmt.Errorf("reading /%s: %w", name, err)
 			}
 			links = append(links, [2]string{name, target})
 		case fi.IsDir():
@@ -86,8 +126,8 @@ func setupRoot(s *Spec) error {
 		}
 		binds = append(binds, b)
 	}
-	if s.Skills != "" {
-		binds = append(binds, &bind{src: s.Skills, dst: SkillsDir[1:], what: "the skills directory", fd: s.SkillsFD})
+	for _, l := range s.Layers {
+		binds = append(binds, &bind{src: l.Dir, dst: l.Path[1:], what: l.What, fd: l.FD})
 	}
 	if s.SelfFD > 0 {
 		binds = append(binds, &bind{src: "this binary", dst: s.Self[1:], what: "this binary", fd: s.SelfFD})
@@ -96,24 +136,12 @@ func setupRoot(s *Spec) error {
 		// open_tree refuses: bind its path, as this namespace's copy has it.
 		exe, err := os.Readlink("/proc/self/exe")
 		if err != nil {
-			return fmt.Errorf("finding this binary: %w", err)
+			return nil, nil, fmt.Errorf("finding this binary: %w", err)
 		}
 		if !path.IsAbs(exe) {
-			return errors.New("this binary was deleted or replaced: restart crucible")
+			return nil, nil, errors.New("this binary was deleted or replaced: restart crucible")
 		}
 		binds = append(binds, &bind{src: exe, dst: s.Self[1:], what: "this binary"})
-	}
-	saved := -1 // laid over /skills once the root is built
-	if s.SavedSkills != "" {
-		saved = s.SavedSkillsFD
-		if saved <= 0 {
-			fd, err := unix.OpenTree(unix.AT_FDCWD, s.SavedSkills, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-			if err != nil {
-				return &bindError{&bind{src: s.SavedSkills, what: "the saved skills"}, "cloning", err}
-			}
-			saved = fd
-		}
-		defer unix.Close(saved)
 	}
 	if s.Workspace != "" {
 		b := &bind{src: s.Workspace, dst: workspaceDir[1:], what: "the workspace", rw: true, fd: -1}
@@ -122,8 +150,12 @@ func setupRoot(s *Spec) error {
 		}
 		binds = append(binds, b)
 	}
+	return binds, links, nil
+}
 
-	// Clone every source first: after this, host paths are never resolved again.
+// cloneBinds gives each bind its detached mount, cloned here unless the
+// supervisor sent one, with the bind's flags.
+func cloneBinds(binds []*bind) error {
 	for _, b := range binds {
 		if b.fd <= 0 {
 			fd, err := unix.OpenTree(unix.AT_FDCWD, b.src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
@@ -149,7 +181,15 @@ func setupRoot(s *Spec) error {
 			return &bindError{b, "setting mount flags on", err}
 		}
 	}
+	return nil
+}
 
+// at is the path rel of the root being built.
+func at(rel string) string { return path.Join(staging, rel) }
+
+// populate mounts the root's tmpfs at staging and fills it: its
+// directories and symlinks, /etc, s.Files, /dev's links.
+func populate(s *Spec, links [][2]string) error {
 	rootSize := 4 << 20
 	for _, f := range s.Files {
 		rootSize += len(f.Data) + 4096
@@ -157,16 +197,16 @@ func setupRoot(s *Spec) error {
 	if err := unix.Mount("tmpfs", staging, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", rootSize)); err != nil {
 		return fmt.Errorf("mounting the root tmpfs: %w", err)
 	}
-	at := func(rel string) string { return path.Join(staging, rel) }
-
 	for _, d := range []string{"usr", "etc", "dev", "proc", "tmp", "run", workspaceDir[1:]} {
 		if err := os.Mkdir(at(d), 0o755); err != nil {
 			return err
 		}
 	}
-	if s.SavedSkills != "" || (s.LateFD > 0 && s.Skills != "") {
-		if err := os.Mkdir(at(savedDir), 0o755); err != nil {
-			return err
+	for _, l := range s.Layers {
+		if s.LateFD > 0 || slices.ContainsFunc(s.Over, func(o Layer) bool { return o.Path == l.Path }) {
+			if err := os.MkdirAll(at(overStaging(l.Path)), 0o755); err != nil {
+				return err
+			}
 		}
 	}
 	if err := os.Symlink(workspaceDir, at("workspace")); err != nil {
@@ -195,7 +235,12 @@ func setupRoot(s *Spec) error {
 			return err
 		}
 	}
+	return nil
+}
 
+// mountAll mounts the root's filesystems: /tmp's tmpfs, the workspace's
+// if it has one, the binds, the files over host files, and /proc.
+func mountAll(s *Spec, binds []*bind) error {
 	// The tmpfs mounts go first, so that a read-only bind below /tmp lands
 	// on top of them rather than under them.
 	tmpOpts := fmt.Sprintf("size=%d,mode=1777", s.TmpSize)
@@ -231,8 +276,12 @@ func setupRoot(s *Spec) error {
 			}
 		}
 	}
+	return mountProc()
+}
 
-	// A procfs of the jail's own pid namespace: only the jail's processes.
+// mountProc mounts a procfs of the jail's own pid namespace: only the
+// jail's processes.
+func mountProc() error {
 	if err := unix.Mount("proc", at("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
 	}
@@ -244,9 +293,13 @@ func setupRoot(s *Spec) error {
 	if err := unix.Mount("", at("proc/sys"), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("remounting /proc/sys read-only: %w", err)
 	}
+	return nil
+}
 
-	// pivot_root with new and old root the same directory stacks the old root
-	// under the new one; detaching it leaves no path back to the host.
+// pivot makes the root built at staging the root, read-only. pivot_root
+// with new and old root the same directory stacks the old root under the
+// new one; detaching it leaves no path back to the host.
+func pivot() error {
 	if err := unix.Chdir(staging); err != nil {
 		return err
 	}
@@ -262,33 +315,32 @@ func setupRoot(s *Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("remounting / read-only: %w", err)
 	}
-	if saved >= 0 {
-		return layerSkills(saved)
-	}
 	return nil
 }
 
-// savedDir is where a client's saved skills wait while layerSkills lays
-// them over /skills: an empty directory after.
-const savedDir = "/run/skills"
+// overStaging is where a directory laid over the layer at dst waits while
+// layerOver lays it there: an empty directory after (/run/skills for
+// /skills).
+func overStaging(dst string) string { return "/run" + dst }
 
-// layerSkills lays mnt, a detached mount of a client's saved skills, over
-// /skills: an overlay of the two, read-only, the saved skills on top. The
-// overlay keeps its own copies of its layers, so the mount at savedDir is
-// detached again at once.
-func layerSkills(mnt int) error {
+// layerOver lays mnt, a detached mount of what, over the layer at dst: an
+// overlay of the two, read-only, mnt on top. The overlay keeps its own
+// copies of its layers, so the mount at its staging is detached again at
+// once.
+func layerOver(mnt int, dst, what string) error {
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(mnt, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return fmt.Errorf("setting mount flags on the saved skills: %w", err)
+		return fmt.Errorf("setting mount flags on %s: %w", what, err)
 	}
-	if err := unix.MoveMount(mnt, "", unix.AT_FDCWD, savedDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("binding the saved skills: %w", err)
+	staging := overStaging(dst)
+	if err := unix.MoveMount(mnt, "", unix.AT_FDCWD, staging, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("binding %s: %w", what, err)
 	}
-	// Should the detach fail, the client sees its own skills twice.
-	defer func() { _ = unix.Unmount(savedDir, unix.MNT_DETACH) }()
-	err := unix.Mount("overlay", SkillsDir, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+savedDir+":"+SkillsDir)
+	// Should the detach fail, the command sees mnt's files twice.
+	defer func() { _ = unix.Unmount(staging, unix.MNT_DETACH) }()
+	err := unix.Mount("overlay", dst, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+staging+":"+dst)
 	if err != nil {
-		return fmt.Errorf("laying the saved skills over %s: %w", SkillsDir, err)
+		return fmt.Errorf("laying %s over %s: %w", what, dst, err)
 	}
 	return nil
 }
@@ -412,35 +464,46 @@ func writeEtc(dir, nameserver string) error {
 // read-only root. It runs beside init's reaping, on a thread of init's
 // that has every privilege of the jail. The socket is its own, not the
 // control socket, so that the supervisor's caller reads the answer itself:
-// one wake-up fewer than through the control socket's reader.
-func bindLate(fd int) {
-	buf := make([]byte, 16)
-	oob := make([]byte, unix.CmsgSpace(2*4))
+// one wake-up fewer than through the control socket's reader. layers are
+// the jail's, over which the message may lay others.
+func bindLate(fd int, layers []Layer) {
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(maxLateFDs*4))
 	n, oobn, err := Recv(fd, buf, oob)
 	if err != nil || n == 0 {
 		return // the supervisor is gone: init ends with the jail
 	}
-	_ = unix.Sendmsg(fd, []byte(attachLate(oob[:oobn])), nil, nil, 0) // one workspace per jail
+	_ = unix.Sendmsg(fd, []byte(attachLate(buf[:n], oob[:oobn], layers)), nil, nil, 0) // one workspace per jail
 }
 
-// attachLate attaches the mounts that oob carries: the workspace's, and a
-// client's saved skills (layerSkills) if a second came. It says "ok", or
-// why not.
-func attachLate(oob []byte) string {
+// maxLateFDs bounds the mounts of one late bind: the workspace's, and
+// those laid over the jail's layers.
+const maxLateFDs = 16
+
+// attachLate attaches the mounts that oob carries: the workspace's, and
+// then those that msg names to lay over layers (layerOver). It says "ok",
+// or why not.
+func attachLate(msg, oob []byte, layers []Layer) string {
 	fds := ReceivedFDs(oob)
 	defer func() {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
 	}()
-	if len(fds) != 1 && len(fds) != 2 {
+	var over []Layer
+	if err := json.Unmarshal(msg, &over); err != nil || len(fds) != 1+len(over) {
 		return "the workspace's mount did not arrive"
+	}
+	for _, o := range over {
+		if !slices.ContainsFunc(layers, func(l Layer) bool { return l.Path == o.Path }) {
+			return "no layer at " + o.Path
+		}
 	}
 	if err := unix.MoveMount(fds[0], "", unix.AT_FDCWD, workspaceDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return "move_mount: " + err.Error()
 	}
-	if len(fds) == 2 {
-		if err := layerSkills(fds[1]); err != nil {
+	for i, o := range over {
+		if err := layerOver(fds[1+i], o.Path, o.What); err != nil {
 			return err.Error()
 		}
 	}

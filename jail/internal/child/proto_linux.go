@@ -38,7 +38,6 @@ const (
 	SandboxUID  = 1000
 	SandboxName = "sandbox"
 	Hostname    = "sandbox"
-	SkillsDir   = "/skills"
 	ExitSetup   = 125
 	MinPids     = 16
 
@@ -66,12 +65,10 @@ type Spec struct {
 	Files         []File   `json:"files,omitempty"`
 	ReadOnly      []string `json:"ro,omitempty"`
 	ReadOnlyFDs   []int    `json:"ro_fds,omitempty"` // init: detached mounts of ReadOnly, by index; 0 where the supervisor made none
-	Skills        string   `json:"skills,omitempty"`
-	SkillsFD      int      `json:"skills_fd,omitempty"` // init: a detached mount of Skills, if the supervisor could make one
-	SavedSkills   string   `json:"saved_skills,omitempty"`
-	SavedSkillsFD int      `json:"saved_skills_fd,omitempty"` // init: a detached mount of SavedSkills, if the supervisor could make one
-	Self          string   `json:"self,omitempty"`            // where init binds its own binary
-	SelfFD        int      `json:"self_fd,omitempty"`         // init: a detached mount of that binary, if the supervisor could make one
+	Layers        []Layer  `json:"layers,omitempty"`
+	Over          []Layer  `json:"over,omitempty"`    // each laid over the Layer of its Path once the root is built (layerOver)
+	Self          string   `json:"self,omitempty"`    // where init binds its own binary
+	SelfFD        int      `json:"self_fd,omitempty"` // init: a detached mount of that binary, if the supervisor could make one
 	TmpSize       int64    `json:"tmp_size"`
 	Nameserver    string   `json:"nameserver,omitempty"`
 
@@ -92,6 +89,14 @@ type Spec struct {
 	FilterLen     int    `json:"filter_len"`      // its length there
 	LandlockMay   bool   `json:"landlock_may"`    // Landlock may be missing
 	NotifyMayFail bool   `json:"notify_may_fail"` // seccomp user notification may be missing
+}
+
+// Layer is jail.Layer: a host directory shown read-only at Path.
+type Layer struct {
+	Dir  string `json:"dir"`
+	Path string `json:"path"`
+	What string `json:"what"`
+	FD   int    `json:"fd,omitempty"` // init: a detached mount of Dir, if the supervisor could make one
 }
 
 // File is jail.File: a file to place in the jail.
