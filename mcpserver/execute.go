@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -26,39 +30,110 @@ type executeIn struct {
 	Workspace string `json:"workspace,omitempty"`
 }
 
-// executeOut is execute's structured result.
+// executeOut is execute's structured result: the execution's
+// sandbox.Result as the model reads it (without the operator's signal and
+// degraded layers, with error and result always there), and the handle of
+// its workspace. Each field's jsonschema tag is its description in the
+// output schema (outputSchema).
 type executeOut struct {
-	ExitCode   int                 `json:"exit_code"`
-	Stdout     string              `json:"stdout"`
-	Stderr     string              `json:"stderr"`
-	Result     json.RawMessage     `json:"result"`
-	Error      *programError       `json:"error"`
-	Violations []sandbox.Violation `json:"violations"`
-	ToolCalls  []sandbox.ToolCall  `json:"tool_calls"`
+	ExitCode   int                 `json:"exit_code" jsonschema:"The program's exit code; 124 when its time ran out."`
+	Stdout     string              `json:"stdout" jsonschema:"What the program printed."`
+	Stderr     string              `json:"stderr" jsonschema:"What the program printed as errors."`
+	Result     json.RawMessage     `json:"result" jsonschema:"The program's value (its final return), as JSON; null if none."`
+	Error      *lang.Error         `json:"error" jsonschema:"The program's uncaught error: name, message, stack."`
+	Violations []sandbox.Violation `json:"violations" jsonschema:"Operations the sandbox refused, with the reason."`
+	ToolCalls  []sandbox.ToolCall  `json:"tool_calls" jsonschema:"The tool calls the program made, in order."`
 	DurationMS int64               `json:"duration_ms"`
-	Workspace  string              `json:"workspace"`
-	LimitsHit  []string            `json:"limits_hit"`
-	Truncated  bool                `json:"truncated"`
-	Network    *sandbox.NetworkUse `json:"network,omitempty"`
-	Secrets    []sandbox.SecretUse `json:"secrets,omitempty"`
+	Workspace  string              `json:"workspace" jsonschema:"The handle of this execution's /workspace, to pass back as execute's workspace."`
+	LimitsHit  []string            `json:"limits_hit" jsonschema:"Limits reached: timeout, memory, pids, output."`
+	Truncated  bool                `json:"truncated" jsonschema:"Whether output was cut: by the jail's output limit (limits_hit has output), or here, its middle, to keep the answer short."`
+	Network    *sandbox.NetworkUse `json:"network,omitempty" jsonschema:"What the program's connections carried: connections, bytes_out, bytes_in."`
+	Secrets    []sandbox.SecretUse `json:"secrets,omitempty" jsonschema:"Where the operator's secrets went: name, host, method, path, where (header, query, path, body, or signature), count."`
 }
 
-type programError struct {
-	Name    string `json:"name"`
-	Message string `json:"message"`
-	Stack   string `json:"stack,omitempty"`
+// newExecuteOut is res, of an execution in the workspace handle, as execute
+// answers it.
+func newExecuteOut(res *sandbox.Result, handle string) *executeOut {
+	out := &executeOut{
+		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
+		Result: res.Result, Error: res.Error, Violations: res.Violations, ToolCalls: res.ToolCalls,
+		DurationMS: res.DurationMS, Workspace: handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
+		Network: res.Network, Secrets: res.Secrets,
+	}
+	if len(out.Result) == 0 {
+		out.Result = json.RawMessage("null")
+	}
+	return out
 }
 
-// languages are execute's languages, by the name the model gives, with the
-// file name the program's errors call it by.
-var languages = map[string]string{"ts": "execute.ts", "js": "execute.js", "py": "execute.py", "deno": "execute.ts"}
+// outputSchema is execute's output schema, made once from executeOut. What
+// its lists hold, and the network's counts, are told in words, as plain
+// objects: every session's model reads the schema, and the SDK checks
+// every result against it.
+var outputSchema = sync.OnceValues(func() (json.RawMessage, error) {
+	obj := &jsonschema.Schema{Type: "object"}
+	list := func(item *jsonschema.Schema) *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "array", Items: item}
+	}
+	s, err := jsonschema.For[executeOut](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage]():     {}, // any JSON
+		reflect.TypeFor[lang.Error]():          obj,
+		reflect.TypeFor[sandbox.NetworkUse]():  obj,
+		reflect.TypeFor[[]string]():            list(&jsonschema.Schema{Type: "string"}),
+		reflect.TypeFor[[]sandbox.Violation](): list(obj),
+		reflect.TypeFor[[]sandbox.ToolCall]():  list(obj),
+		reflect.TypeFor[[]sandbox.SecretUse](): list(obj),
+	}})
+	if err != nil {
+		return nil, err
+	}
+	// What the schema has always promised, no more: a result may hold
+	// more than it says, only these are required (the others are there
+	// too, but a client need not rely on it), and network, if there, is
+	// an object.
+	s.AdditionalProperties = nil
+	s.Required = slices.DeleteFunc(s.Required, func(p string) bool {
+		return slices.Contains([]string{"result", "error", "limits_hit", "truncated"}, p)
+	})
+	if n := s.Properties["network"]; n != nil {
+		n.Type, n.Types = "object", nil
+	}
+	return json.Marshal(s)
+})
+
+// languages are execute's languages, the default first.
+var languages = sandbox.Languages()
+
+// languageNames are their names, as the model gives them.
+func languageNames() []string {
+	names := make([]string, len(languages))
+	for i, l := range languages {
+		names[i] = l.Name
+	}
+	return names
+}
+
+// orList is "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
 
 // maxCode bounds a program's source.
 const maxCode = 1 << 20
 
-func executeTool() *mcp.Tool {
+func executeTool() (*mcp.Tool, error) {
+	out, err := outputSchema()
+	if err != nil {
+		return nil, fmt.Errorf("the output schema of execute: %w", err)
+	}
 	str := func(d string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: d} }
-	obj := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "object"} }
+	var enum []any
+	for _, l := range languageNames() {
+		enum = append(enum, l)
+	}
 	return &mcp.Tool{
 		Name:  "execute",
 		Title: "Run a program in a sandbox",
@@ -70,31 +145,13 @@ func executeTool() *mcp.Tool {
 			Required: []string{"code"},
 			Properties: map[string]*jsonschema.Schema{
 				"code":      str("The program's source."),
-				"language":  {Type: "string", Enum: []any{"ts", "js", "py", "deno"}, Description: `The program's language; default "ts" (TypeScript).`},
+				"language":  {Type: "string", Enum: enum, Description: `The program's language; default "ts" (TypeScript).`},
 				"workspace": str("A workspace handle from an earlier result, to run in the same /workspace."),
 			},
 			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 		},
-		OutputSchema: &jsonschema.Schema{
-			Type:     "object",
-			Required: []string{"exit_code", "stdout", "stderr", "violations", "tool_calls", "duration_ms", "workspace"},
-			Properties: map[string]*jsonschema.Schema{
-				"exit_code":   {Type: "integer", Description: "The program's exit code; 124 when its time ran out."},
-				"stdout":      str("What the program printed."),
-				"stderr":      str("What the program printed as errors."),
-				"result":      {Description: "The program's value (its final return), as JSON; null if none."},
-				"error":       {Types: []string{"object", "null"}, Description: "The program's uncaught error: name, message, stack."},
-				"violations":  {Type: "array", Items: obj(), Description: "Operations the sandbox refused, with the reason."},
-				"tool_calls":  {Type: "array", Items: obj(), Description: "The tool calls the program made, in order."},
-				"duration_ms": {Type: "integer"},
-				"workspace":   str("The handle of this execution's /workspace, to pass back as execute's workspace."),
-				"limits_hit":  {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Limits reached: timeout, memory, pids, output."},
-				"truncated":   {Type: "boolean", Description: "Whether output was cut: by the jail's output limit (limits_hit has output), or here, its middle, to keep the answer short."},
-				"network":     {Type: "object", Description: "What the program's connections carried: connections, bytes_out, bytes_in."},
-				"secrets":     {Type: "array", Items: obj(), Description: "Where the operator's secrets went: name, host, method, path, where (header, query, path, body, or signature), count."},
-			},
-		},
-	}
+		OutputSchema: out,
+	}, nil
 }
 
 // executeHandler runs execute: checks, limits, a workspace, the sandbox,
@@ -155,11 +212,11 @@ func (s *Server) start(ctx context.Context, v *view, req *mcp.CallToolRequest, i
 }
 
 func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest, in executeIn, stateless bool, caller toolbridge.Caller) (*executeOut, error) {
-	language := cmp.Or(in.Language, "ts")
-	file, ok := languages[language]
+	language := cmp.Or(in.Language, languages[0].Name)
+	l := slices.IndexFunc(languages, func(l sandbox.Language) bool { return l.Name == language })
 	switch {
-	case !ok:
-		return nil, fmt.Errorf("language %q: want ts, js, py or deno", truncate(in.Language, 16))
+	case l < 0:
+		return nil, fmt.Errorf("language %q: want %s", truncate(in.Language, 16), orList(languageNames()))
 	case strings.TrimSpace(in.Code) == "":
 		return nil, errors.New("code is empty")
 	case len(in.Code) > maxCode:
@@ -198,22 +255,13 @@ func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest,
 	}
 	defer s.spaces.Release(ws)
 
+	// The file name that the program's errors call it by.
+	file := "execute" + languages[l].Ext
 	res, err := s.runProgram(ctx, v, ws.Dir, savedSkillsOf(v, client), language, in.Code, file, caller)
 	if err != nil {
-		return nil, s.runError(err)
+		return nil, s.didNotRun(err)
 	}
-	out := &executeOut{
-		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
-		Result: res.Result, Violations: res.Violations, ToolCalls: res.ToolCalls,
-		DurationMS: res.DurationMS, Workspace: ws.Handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
-		Network: res.Network, Secrets: res.Secrets,
-	}
-	if len(out.Result) == 0 {
-		out.Result = json.RawMessage("null")
-	}
-	if res.Error != nil {
-		out.Error = &programError{Name: res.Error.Name, Message: res.Error.Message, Stack: res.Error.Stack}
-	}
+	out := newExecuteOut(res, ws.Handle)
 	out.bound(int(s.cfg.Serve.MaxResultOutput))
 	return out, nil
 }
@@ -320,13 +368,6 @@ func (s *Server) runProgram(ctx context.Context, v *view, dir, saved, language, 
 	return sandbox.Run(ctx, &cfg, prog, sandbox.Options{Audit: s.o.Audit, Tools: v.tools, Secrets: v.secrets, Skills: v.cfg.Serve.Skills, SavedSkills: saved, Caller: caller})
 }
 
-// sessionHandle is the handle of se's workspace, "" before it has one.
-func (s *Server) sessionHandle(se *session) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return se.handle
-}
-
 // reuse finds the workspace an execution runs in, if it is not a fresh
 // one: the handle given, else its session's.
 func (s *Server) reuse(handle, client string, se *session) (*workspace.Workspace, error) {
@@ -336,7 +377,7 @@ func (s *Server) reuse(handle, client string, se *session) (*workspace.Workspace
 	if se == nil {
 		return nil, nil
 	}
-	h := s.sessionHandle(se)
+	h := s.sessions.handleOf(se)
 	if h == "" {
 		return nil, nil
 	}
@@ -351,17 +392,7 @@ func (s *Server) reuse(handle, client string, se *session) (*workspace.Workspace
 // own makes ws the workspace of session se (if any), deleted with it; if
 // the session has ended meanwhile, at once (once unused).
 func (s *Server) own(se *session, ws *workspace.Workspace) {
-	if se == nil {
-		return
-	}
-	s.mu.Lock()
-	ended := se.ended
-	if !ended {
-		se.handle = ws.Handle
-		se.made = append(se.made, ws.Handle)
-	}
-	s.mu.Unlock()
-	if ended {
+	if se != nil && !s.sessions.own(se, ws.Handle) {
 		s.spaces.Remove(ws.Handle)
 	}
 }
@@ -370,13 +401,15 @@ func (s *Server) own(se *session, ws *workspace.Workspace) {
 // opposed to calls refused before).
 var errRun = errors.New("the execution did not run")
 
+// runError is what the model is told of an execution that did not run.
 type runError struct{ msg string }
 
 func (e *runError) Error() string { return e.msg }
 func (e *runError) Unwrap() error { return errRun }
 
-// runError is what the model is told of an execution that did not run.
-func (s *Server) runError(err error) error {
+// didNotRun is what the model is told of err, from an execution that the
+// sandbox did not run; its detail goes to the operator's log.
+func (s *Server) didNotRun(err error) error {
 	var se *sandbox.SetupError
 	switch {
 	case errors.As(err, &se):

@@ -2,12 +2,7 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,10 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/net/netutil"
 
+	"github.com/cruciblehq/crucible/internal/randomid"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 	"github.com/cruciblehq/crucible/replica"
 )
 
@@ -38,9 +35,10 @@ const statelessVersion = "2026-07-28"
 // in it is overwritten.
 const requestHeader = "X-Crucible-Request"
 
-// Handler is the HTTP face of the server: MCP at /mcp (bearer token
-// required, Origin checked), and /healthz, /readyz and /metrics.
-func (s *Server) Handler(tokens []string) http.Handler {
+// Handler is the HTTP face of the server: MCP at /mcp (one of tokens, or
+// an access token of serve.oauth's issuer, required; Origin checked), and
+// /healthz, /readyz and /metrics.
+func (s *Server) Handler(tokens *auth.Tokens) http.Handler {
 	maxBody := int64(s.cfg.Serve.MaxBody)
 	// Each client gets its profile's view: its tools, its search.
 	sessionful := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.viewOf(requestClient(r)).sessionful }, &mcp.StreamableHTTPOptions{
@@ -63,10 +61,10 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		defer forget()
 		r.Header.Set(requestHeader, id)
 		sid := r.Header.Get("Mcp-Session-Id")
-		if ti := auth.TokenInfoFromContext(r.Context()); r.Method == http.MethodDelete && sid != "" && ti != nil {
+		if ti := sdkauth.TokenInfoFromContext(r.Context()); r.Method == http.MethodDelete && sid != "" && ti != nil {
 			// The SDK's Close of the session waits for its calls: stop
 			// their executions first (only the session's own client may).
-			s.endSession(sid, ti.UserID)
+			s.sessions.end(sid, ti.UserID)
 		}
 		if sid == "" && r.Header.Get("MCP-Protocol-Version") >= statelessVersion {
 			stateless.ServeHTTP(w, r)
@@ -81,7 +79,7 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		if sid != "" && r.Method == http.MethodPost {
 			// Busy while served, so that it is not the session ended
 			// for a new one; one being ended gets the 404 it will.
-			done, ok := s.held.use(requestClient(r), sid)
+			done, ok := s.sessions.use(requestClient(r), sid)
 			if !ok {
 				http.Error(w, "session not found", http.StatusNotFound)
 				return
@@ -90,7 +88,7 @@ func (s *Server) Handler(tokens []string) http.Handler {
 		}
 		sessionful.ServeHTTP(w, r)
 	})
-	requireToken := s.requireBearer(newTokens(tokens, s.o.Clients))
+	requireToken := s.requireBearer(tokens)
 	mcpHandler := s.checkOrigin(requireToken(route))
 	mux := s.ops(requireToken)
 	mux.Handle("/mcp", mcpHandler)
@@ -108,21 +106,21 @@ func (s *Server) Handler(tokens []string) http.Handler {
 
 // requireBearer is the middleware that lets through only a request with one of
 // known, or with an access token of serve.oauth's issuer that holds its
-// scopes and is a client's; its client in the request's auth.TokenInfo.
-func (s *Server) requireBearer(known tokens) func(http.Handler) http.Handler {
-	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		if id, ok := known.client(token); ok {
-			return &auth.TokenInfo{UserID: id}, nil
+// scopes and is a client's; its client in the request's TokenInfo (the SDK's).
+func (s *Server) requireBearer(known *auth.Tokens) func(http.Handler) http.Handler {
+	verify := func(ctx context.Context, token string, _ *http.Request) (*sdkauth.TokenInfo, error) {
+		if id, ok := known.Client(token); ok {
+			return &sdkauth.TokenInfo{UserID: id}, nil
 		}
 		if s.oauth != nil {
 			return s.oauth.verify(ctx, token)
 		}
-		return nil, auth.ErrInvalidToken
+		return nil, sdkauth.ErrInvalidToken
 	}
-	require := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: oauthSkew})
+	require := sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: oauthSkew})
 	return func(next http.Handler) http.Handler {
 		authed := require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if why, code := s.forbidden(auth.TokenInfoFromContext(r.Context())); why != "" {
+			if why, code := s.forbidden(sdkauth.TokenInfoFromContext(r.Context())); why != "" {
 				w.Header().Set("WWW-Authenticate", s.challenge(r, code))
 				http.Error(w, "Forbidden: "+why, http.StatusForbidden)
 				return
@@ -143,7 +141,7 @@ func (s *Server) requireBearer(known tokens) func(http.Handler) http.Handler {
 // forbidden says why a holder of a valid access token may not go on, and
 // the challenge's error code, or "": a token that lacks serve.oauth's
 // scopes (insufficient_scope), or whose claims are no client's.
-func (s *Server) forbidden(ti *auth.TokenInfo) (why, code string) {
+func (s *Server) forbidden(ti *sdkauth.TokenInfo) (why, code string) {
 	if ti == nil || ti.Extra["oauth"] != true {
 		return "", ""
 	}
@@ -225,8 +223,8 @@ func (s *Server) challenge(r *http.Request, code string) string {
 
 // OpsHandler serves /healthz, /readyz and /metrics only (beside stdio):
 // the last two to a client with one of tokens, unless serve.ops_public.
-func (s *Server) OpsHandler(tokens []string) http.Handler {
-	return s.checkHost(s.ops(s.requireBearer(newTokens(tokens, s.o.Clients))))
+func (s *Server) OpsHandler(tokens *auth.Tokens) http.Handler {
+	return s.checkHost(s.ops(s.requireBearer(tokens)))
 }
 
 // ops serves /healthz to anyone, /readyz and /metrics through
@@ -293,48 +291,6 @@ func withPort(host string) string {
 		return host
 	}
 	return net.JoinHostPort(strings.Trim(host, "[]"), "0")
-}
-
-// tokens are the bearer tokens the server takes, as SHA-256 digests, each
-// with its client's name ("" for an anonymous one). A token presented is
-// hashed and compared with every digest in constant time: the time taken
-// tells neither its length, nor how much of it is right, nor which token
-// it is.
-type tokens []knownToken
-
-type knownToken struct {
-	digest [sha256.Size]byte
-	name   string
-}
-
-// newTokens are the anonymous tokens ts and the named clients' tokens.
-func newTokens(ts []string, named map[string]string) tokens {
-	var ds tokens
-	for _, t := range ts {
-		ds = append(ds, knownToken{digest: sha256.Sum256([]byte(t))})
-	}
-	for _, name := range slices.Sorted(maps.Keys(named)) {
-		ds = append(ds, knownToken{digest: sha256.Sum256([]byte(named[name])), name: name})
-	}
-	return ds
-}
-
-// client returns the client of token if it is one of ts: its name, or, for
-// an anonymous token, part of its digest, so that no token is kept in the
-// server's maps or logs.
-func (ts tokens) client(token string) (string, bool) {
-	d := sha256.Sum256([]byte(token))
-	match := -1
-	for i := range ts {
-		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], ts[i].digest[:]), i, match)
-	}
-	if match < 0 {
-		return "", false
-	}
-	if n := ts[match].name; n != "" {
-		return n, true
-	}
-	return "token:" + hex.EncodeToString(ts[match].digest[:8]), true
 }
 
 // ready answers 200 when the warm pools have jails ready (or have served
@@ -415,13 +371,6 @@ func Loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// randomID is a new id of kind: kind and 128 random bits, in hex.
-func randomID(kind string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	return kind + hex.EncodeToString(b)
-}
-
 // requests maps the ids our middleware gives HTTP requests to their
 // contexts, done when the request is.
 type requests struct {
@@ -430,9 +379,7 @@ type requests struct {
 }
 
 func (q *requests) add(ctx context.Context) (id string, forget func()) {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	id = hex.EncodeToString(b)
+	id = randomid.New("", 12)
 	q.mu.Lock()
 	if q.m == nil {
 		q.m = map[string]context.Context{}
@@ -453,11 +400,11 @@ func (q *requests) context(id string) context.Context {
 }
 
 // openSession serves an initialize (a sessionful POST without a session
-// id) if client may open one more session, and keeps it in s.held until it
-// ends. Past serve.max_sessions_per_client it first ends the client's
-// least recently used idle session: a client that exits without DELETE
-// (or crashes) leaves its sessions behind, which would otherwise lock it
-// out until they idle out.
+// id) if client may open one more session, whose state s.sessions holds
+// until it ends. Past serve.max_sessions_per_client it first ends the
+// client's least recently used idle session: a client that exits without
+// DELETE (or crashes) leaves its sessions behind, which would otherwise
+// lock it out until they idle out.
 func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	client := requestClient(r)
 	if err := s.rate.allow(client); err != nil {
@@ -465,162 +412,36 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Hand
 		return
 	}
 	most := s.cfg.Serve.MaxSessionsPerClient
-	idle, ok := s.held.admit(client, most)
+	idle, ok := s.sessions.admit(client, most)
 	if !ok {
 		http.Error(w, fmt.Sprintf("Too Many Requests: this client holds %d sessions, the most it may (serve.max_sessions_per_client), and each has a request in flight: retry once one is answered, or end one (DELETE /mcp)", most), http.StatusTooManyRequests)
 		return
 	}
 	if idle != nil {
 		// Ended as a DELETE ends it: its executions stopped, then the
-		// SDK's Close (its next request gets 404), whose end sessionOf
-		// and the goroutine below see, as they see an idle timeout.
-		s.log.Info("ended a client's least recently used idle session to open another (serve.max_sessions_per_client)", "client", client, "session", idle.ss.ID())
-		s.endSession(idle.ss.ID(), client)
+		// SDK's Close (its next request gets 404), whose end the
+		// session's entry sees, as it sees an idle timeout.
+		s.log.Info("ended a client's least recently used idle session to open another (serve.max_sessions_per_client)", "client", client, "session", idle.id)
+		idle.cancel()
 		_ = idle.ss.Close()
 	}
 	h.ServeHTTP(w, r)
-	var made *mcp.ServerSession
+	var made *session
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
 		for ss := range s.viewOf(client).sessionful.Sessions() {
 			if ss.ID() == id {
-				made = ss
+				made = s.track(ss, client, false)
 				break
 			}
 		}
 	}
-	if made == nil || !s.join(&s.wg) {
-		s.held.opened(client, nil)
-		return
-	}
-	s.held.opened(client, made)
-	ended := make(chan struct{})
-	go func() {
-		_ = made.Wait()
-		close(ended)
-	}()
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-ended:
-		case <-s.ctx.Done():
-		}
-		s.held.gone(client, made.ID())
-	}()
-}
-
-// httpSessions are the 2025-11-25 HTTP sessions each client holds (or is
-// opening): what serve.max_sessions_per_client counts, and what picks the
-// session to end past it.
-type httpSessions struct {
-	mu      sync.Mutex
-	opening map[string]int                     // initializes being served, by client
-	held    map[string]map[string]*httpSession // by client, then Mcp-Session-Id
-	clock   uint64                             // counts uses: orders them
-}
-
-// httpSession is the use of one session. It is idle while no POST of it
-// is in flight, as the SDK's idle timeout (serve.workspace_ttl) counts:
-// a GET stream alone does not hold it, for a client that crashed or left
-// may hold one until its connection is seen to be gone.
-type httpSession struct {
-	ss       *mcp.ServerSession
-	inFlight int    // POSTs being served
-	last     uint64 // the clock when one last began or ended
-	ending   bool   // picked to end: no more POSTs of it are served
-}
-
-// admit counts one more session of client being opened, if it holds fewer
-// than most; else, if one of its sessions is idle, it picks the least
-// recently used one to end (the caller ends it) and counts the new one in
-// its place. ok is false when all are busy.
-func (h *httpSessions) admit(client string, most int) (idle *httpSession, ok bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.opening[client]
-	for _, se := range h.held[client] {
-		if se.ending {
-			continue
-		}
-		n++
-		if se.inFlight == 0 && (idle == nil || se.last < idle.last) {
-			idle = se
-		}
-	}
-	if n < most {
-		idle = nil
-	} else if idle == nil {
-		return nil, false
-	} else {
-		idle.ending = true
-	}
-	if h.opening == nil {
-		h.opening = map[string]int{}
-	}
-	h.opening[client]++
-	return idle, true
-}
-
-// opened counts an initialize of client served: ss is the session it
-// made, nil if none.
-func (h *httpSessions) opened(client string, ss *mcp.ServerSession) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.opening[client]--; h.opening[client] <= 0 {
-		delete(h.opening, client)
-	}
-	if ss == nil {
-		return
-	}
-	if h.held == nil {
-		h.held = map[string]map[string]*httpSession{}
-	}
-	if h.held[client] == nil {
-		h.held[client] = map[string]*httpSession{}
-	}
-	h.clock++
-	h.held[client][ss.ID()] = &httpSession{ss: ss, last: h.clock}
-}
-
-// gone forgets client's session id, which has ended.
-func (h *httpSessions) gone(client, id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.held[client], id)
-	if len(h.held[client]) == 0 {
-		delete(h.held, client)
-	}
-}
-
-// use counts a POST of client's session id in flight until done is called;
-// ok is false if the session is being ended. A session that is not held
-// (another client's, one gone, or one whose initialize is still being
-// answered) is left to the SDK to answer.
-func (h *httpSessions) use(client, id string) (done func(), ok bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	se := h.held[client][id]
-	if se == nil {
-		return func() {}, true
-	}
-	if se.ending {
-		return nil, false
-	}
-	h.clock++
-	se.inFlight++
-	se.last = h.clock
-	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.clock++
-		se.inFlight--
-		se.last = h.clock
-	}, true
+	s.sessions.opened(client, made)
 }
 
 // requestClient is the client of an HTTP request that passed the bearer
 // check: its token's; "" before it.
 func requestClient(r *http.Request) string {
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+	if ti := sdkauth.TokenInfoFromContext(r.Context()); ti != nil {
 		return ti.UserID
 	}
 	return ""

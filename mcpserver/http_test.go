@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 )
 
 // serveLoopback serves h with lim on a loopback port until the test ends,
@@ -157,7 +156,7 @@ func TestHTTPConnectionCap(t *testing.T) {
 func TestHTTPLongCallOutlivesReadTimeout(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	s := newServer(t, func(c *config.Config) { c.Serve.Pool = 0 })
-	addr := serveLoopback(t, s.Handler([]string{tokenA}), httpLimits{conns: 16, header: time.Second, read: time.Second, idle: time.Minute})
+	addr := serveLoopback(t, s.Handler(auth.New([]string{tokenA}, nil)), httpLimits{conns: 16, header: time.Second, read: time.Second, idle: time.Minute})
 	for _, version := range []string{"2025-11-25", ""} {
 		cs := connectHTTP(t, "http://"+addr, tokenA, version)
 		res, out := execute(t, cs, map[string]any{"code": `await new Promise(r => setTimeout(r, 3000)); return "late"`})
@@ -199,36 +198,5 @@ func TestHTTPChallenge(t *testing.T) {
 		if got := resp.Header.Values("WWW-Authenticate"); resp.StatusCode != tt.status || strings.Join(got, "|") != tt.challenge {
 			t.Errorf("%s: %d, WWW-Authenticate %q; want %d, %q", tt.name, resp.StatusCode, got, tt.status, tt.challenge)
 		}
-	}
-}
-
-// Each token is its own client, a named client's by its name; a token
-// that differs from one of them in its last byte, its length, or
-// altogether is none.
-func TestTokenClient(t *testing.T) {
-	ts := []string{tokenA, tokenB, "another-token-of-another-length"}
-	known := newTokens(ts, map[string]string{"ci": "named-client-token-0123", "alice": "alice-token-456789abc"})
-	seen := map[string]bool{}
-	for _, tok := range ts {
-		d := sha256.Sum256([]byte(tok))
-		want := "token:" + hex.EncodeToString(d[:8]) // the key of metrics and sessions
-		id, ok := known.client(tok)
-		if !ok || id != want || seen[id] {
-			t.Errorf("token %q: client %q, %v; want %q, once", tok, id, ok, want)
-		}
-		seen[id] = true
-	}
-	for _, wrong := range []string{"", tokenA[:len(tokenA)-1] + "x", tokenA[:len(tokenA)-1], tokenA + "a", strings.Repeat("a", len(tokenB)), tokenA + tokenB} {
-		if id, ok := known.client(wrong); ok {
-			t.Errorf("wrong token %q taken as client %q", wrong, id)
-		}
-	}
-	for tok, name := range map[string]string{"named-client-token-0123": "ci", "alice-token-456789abc": "alice"} {
-		if id, ok := known.client(tok); !ok || id != name {
-			t.Errorf("a named client's token: %q, %v; want %q", id, ok, name)
-		}
-	}
-	if id, ok := newTokens(nil, nil).client(""); ok {
-		t.Errorf("no tokens, yet the empty one is client %q", id)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 )
 
 // Attacks on the issuer's keys: a client that hangs up while they are
@@ -95,7 +96,7 @@ func newKeysTest(t *testing.T, is *issuer) *keysTest {
 		c.Serve.Pool, c.Serve.Rate = 0, 0
 		c.Serve.OAuth = config.OAuth{Issuer: is.URL, Audience: k.aud, Scopes: []string{"crucible"}}
 	})
-	h := k.s.Handler([]string{tokenA})
+	h := k.s.Handler(auth.New([]string{tokenA}, nil))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		marked := r.Header.Get("X-Hangup") != ""
 		if marked {

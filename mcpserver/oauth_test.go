@@ -27,6 +27,7 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 )
 
 // issuer is a loopback OAuth authorization server made by the test: its
@@ -237,7 +238,7 @@ func oauthServerLogged(t *testing.T, is *issuer, clients map[string]config.Clien
 		c.Serve.OAuth = config.OAuth{Issuer: is.URL, Audience: url + "/mcp", Scopes: []string{"crucible"}}
 		c.Clients = clients
 	})
-	mux.Handle("/", s.Handler([]string{tokenA}))
+	mux.Handle("/", s.Handler(auth.New([]string{tokenA}, nil)))
 	return url, s
 }
 

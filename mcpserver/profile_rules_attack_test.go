@@ -9,6 +9,7 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,7 +28,7 @@ func TestAttackProfileInRules(t *testing.T) {
 	t.Cleanup(hs.Close)
 	ev := everything(t)
 	ev.Rules = []config.CallRule{{Tools: []string{"echo"}, AllowIf: `client.profile != "readonly"`, Reason: "readonly clients do not echo"}}
-	s := newServerWith(t, Options{Clients: map[string]string{"ro": roToken, "dev": devToken}}, func(c *config.Config) {
+	s := newServer(t, func(c *config.Config) {
 		c.Serve.Pool, c.Serve.Rate = 0, 0
 		c.Serve.OAuth = config.OAuth{Issuer: is.URL, Audience: hs.URL + "/mcp", Scopes: []string{"crucible"}}
 		c.Servers = map[string]config.Server{"ev": ev}
@@ -38,7 +39,7 @@ func TestAttackProfileInRules(t *testing.T) {
 			"alice": {OAuth: map[string]string{"sub": "alice@example.com"}, Profile: "readonly"},
 		}
 	})
-	mux.Handle("/", s.Handler(nil))
+	mux.Handle("/", s.Handler(auth.New(nil, map[string]string{"ro": roToken, "dev": devToken})))
 	now := time.Now()
 	alice := is.token(hs.URL+"/mcp", "alice@example.com", "crucible", now, now.Add(time.Hour))
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 )
 
 var replicaKey = bytes.Repeat([]byte("r"), 32)
@@ -61,7 +62,7 @@ func newReplicaSet(t *testing.T) *replicaSet {
 			c.Serve.Rate = 0
 			c.Serve.Replicas = config.Replicas{Name: name, Peer: "http://{name}:" + port, Key: config.SecretSource{From: "env:UNUSED"}}
 		})
-		hs := httptest.NewUnstartedServer(s.Handler([]string{tokenA, tokenB}))
+		hs := httptest.NewUnstartedServer(s.Handler(auth.New([]string{tokenA, tokenB}, nil)))
 		hs.Listener.Close()
 		hs.Listener = l
 		hs.Start()

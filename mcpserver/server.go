@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/randomid"
 	"github.com/cruciblehq/crucible/replica"
 	"github.com/cruciblehq/crucible/sandbox"
 )
@@ -49,10 +51,6 @@ type Options struct {
 	// ProgressEvery is how often a running execution sends a progress
 	// notification to a client that asked for them. Default 5s.
 	ProgressEvery time.Duration
-	// Clients are the named clients' bearer tokens, by name (the config's
-	// clients section, their tokens read): each is the client of that
-	// name, beside the anonymous tokens that Handler takes.
-	Clients map[string]string
 	// ReplicaKey is the key of serve.replicas, read: required with it.
 	ReplicaKey []byte
 }
@@ -90,30 +88,13 @@ type Server struct {
 	// tears down what they use (the sessions, the workspaces, wg).
 	calls sync.WaitGroup
 
-	requests  requests     // the HTTP requests being served
-	approvals approvals    // executions waiting for a 2026-07-28 client's answer
-	held      httpSessions // the 2025-11-25 HTTP sessions, by client
+	requests  requests  // the HTTP requests being served
+	approvals approvals // executions waiting for a 2026-07-28 client's answer
+	sessions  sessions  // the MCP sessions, stdio's and HTTP's
 
-	mu       sync.Mutex
-	closed   bool // Close has begun: nothing more joins wg or calls
-	sessions map[*mcp.ServerSession]*session
+	mu     sync.Mutex
+	closed bool // Close has begun: nothing more joins wg or calls
 }
-
-// session is what an MCP session (stdio, or an HTTP session) holds: its
-// workspace, once it has run something.
-type session struct {
-	handle string   // the workspace its executions share
-	made   []string // every workspace made for it, deleted with it
-	ended  bool     // its workspaces are being deleted
-	id     string   // its Mcp-Session-Id ("" over stdio)
-	owner  string   // the client whose it is
-	cancel context.CancelFunc
-	ctx    context.Context // ends the session's executions
-}
-
-// poolLanguages name the pools: one per worker, each serving the languages
-// that share it (sandbox.SameWorker: ts serves js too).
-var poolLanguages = []string{"ts", "py"}
 
 // poolIdle is how long a warm jail waits for work before it is replaced.
 const poolIdle = 5 * time.Minute
@@ -153,7 +134,7 @@ func New(o Options) (*Server, error) {
 		if replicas != nil {
 			return replicas.ID(kind)
 		}
-		return randomID(kind)
+		return randomid.New(kind, 16)
 	}
 	spaces, err := workspace.Open(workspace.Options{
 		NewHandle: func() string { return mint("ws_") },
@@ -174,7 +155,7 @@ func New(o Options) (*Server, error) {
 		stats:    newMetrics(o.Tools.Servers(), o.Config.ClientNames()),
 		ctx:      ctx,
 		cancel:   cancel,
-		sessions: map[*mcp.ServerSession]*session{},
+		sessions: newSessions(),
 		replicas: replicas,
 		mint:     mint,
 	}
@@ -304,13 +285,22 @@ func (s *Server) sweep() {
 }
 
 // instructions teach the model the tools API in a few lines.
-const instructions = `Crucible runs your code in a fresh, locked-down sandbox. Use it to call many tools in one step.
+var instructions = fmt.Sprintf(`Crucible runs your code in a fresh, locked-down sandbox. Use it to call many tools in one step.
 
 1. search_tools {query} finds the tools of the connected MCP servers and the HTTP APIs you may call with fetch (detail "full" gives the tools' TypeScript declarations and the APIs' docs; an empty query lists them all).
-2. execute {code} runs a TypeScript program (language "js", "py" or "deno" for others). Call tools by the names search_tools shows (a tool named get-sum is get_sum): const r = await tools.<server>.<tool>({...args}); the value of a final "return" is the result. Python: from crucible import tools; tools.<server>.<tool>(...).
+2. execute {code} runs a TypeScript program (language %s for others). Call tools by the names search_tools shows (a tool named get-sum is get_sum): const r = await tools.<server>.<tool>({...args}); the value of a final "return" is the result. Python: from crucible import tools; tools.<server>.<tool>(...).
 3. Files written to /workspace stay for the next execute that passes back the result's "workspace" handle (and within one MCP session).
 
-Limits: each program has a time, memory and output limit, a bounded number of tool calls, and reaches only the network hosts the operator allowed. A refused operation is listed in "violations" with the reason: change the program rather than retry it.`
+Limits: each program has a time, memory and output limit, a bounded number of tool calls, and reaches only the network hosts the operator allowed. A refused operation is listed in "violations" with the reason: change the program rather than retry it.`, otherLanguages())
+
+// otherLanguages are the languages but the default, quoted: "js", "py" or "deno".
+func otherLanguages() string {
+	var q []string
+	for _, l := range languageNames()[1:] {
+		q = append(q, strconv.Quote(l))
+	}
+	return orList(q)
+}
 
 // newMCP makes one of the MCP faces of view v with its tools.
 func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
@@ -328,7 +318,11 @@ func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 		so.GetSessionID = func() string { return s.mint("se_") }
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crucible", Title: "Crucible", Version: s.o.Version}, so)
-	if err := addTool(s, srv, executeTool(), s.executeHandler(v, stateless)); err != nil {
+	et, err := executeTool()
+	if err != nil {
+		return nil, err
+	}
+	if err := addTool(s, srv, et, s.executeHandler(v, stateless)); err != nil {
 		return nil, err
 	}
 	if err := addTool(s, srv, searchTool(), s.searchHandler(v)); err != nil {
@@ -372,56 +366,6 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 		return h(ctx, req, in)
 	})
 	return nil
-}
-
-// endSession stops the executions of the HTTP session id, if it is
-// owner's: a DELETE of the session waits for its calls to end.
-func (s *Server) endSession(id, owner string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, se := range s.sessions {
-		if se.id == id && se.owner == owner {
-			se.cancel()
-		}
-	}
-}
-
-// sessionOf returns the state of the MCP session ss, of client, made on
-// first use; it ends when the session does.
-func (s *Server) sessionOf(ss *mcp.ServerSession, client string) *session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if se := s.sessions[ss]; se != nil {
-		return se
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	se := &session{ctx: ctx, cancel: cancel, id: ss.ID(), owner: client}
-	s.sessions[ss] = se
-	ended := make(chan struct{})
-	go func() {
-		_ = ss.Wait()
-		close(ended)
-	}()
-	// Not join: a session is made only inside a tool call, which Close
-	// waits for (calls) before it waits for wg.
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-ended:
-		case <-s.ctx.Done():
-		}
-		cancel()
-		s.mu.Lock()
-		delete(s.sessions, ss)
-		made := se.made
-		se.ended = true
-		s.mu.Unlock()
-		for _, h := range made {
-			s.spaces.Remove(h)
-		}
-	}()
-	return se
 }
 
 // poolFor is the pool of v whose jails run language's programs, if any.
@@ -475,7 +419,7 @@ func (s *Server) profileView(name string) (*view, error) {
 func (s *Server) build(v *view) error {
 	sv := &s.cfg.Serve
 	if sv.Pool > 0 {
-		for _, l := range poolLanguages {
+		for _, l := range sandbox.PoolLanguages() {
 			if _, err := sandbox.Program(v.cfg, l, nil, "-"); err != nil {
 				// Its runtime is missing (python3): its jails would never
 				// be ready. Its programs run in new jails, which say why.

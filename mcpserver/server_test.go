@@ -18,6 +18,7 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -134,7 +135,14 @@ func opsGet(t *testing.T, url, path string) (*http.Response, error) {
 // serveHTTP serves s on a loopback port, taking tokens A, B and C.
 func serveHTTP(t *testing.T, s *Server) string {
 	t.Helper()
-	hs := httptest.NewServer(s.Handler([]string{tokenA, tokenB, tokenC}))
+	return serveHTTPClients(t, s, nil)
+}
+
+// serveHTTPClients serves s on a loopback port, taking tokens A, B and C,
+// and the named clients' tokens, by name.
+func serveHTTPClients(t *testing.T, s *Server, clients map[string]string) string {
+	t.Helper()
+	hs := httptest.NewServer(s.Handler(auth.New([]string{tokenA, tokenB, tokenC}, clients)))
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
@@ -497,12 +505,12 @@ func TestBusyAndRate(t *testing.T) {
 		t.Errorf("an execution past the limit: %q", text(res))
 	}
 	// Let the first one finish: its session's workspace is ours to write.
-	s.mu.Lock()
+	s.sessions.mu.Lock()
 	var h string
-	for _, se := range s.sessions {
+	for _, se := range s.sessions.all {
 		h = se.handle
 	}
-	s.mu.Unlock()
+	s.sessions.mu.Unlock()
 	dir := s.spaces.Dir(h)
 	if dir == "" {
 		t.Fatal("the running execution's workspace is unknown")

@@ -155,10 +155,10 @@ func holdPOST(t *testing.T, s *Server, url, token, id string) (release func() in
 // inFlight counts the POSTs of token's sessions being served.
 func inFlight(s *Server, token string) int {
 	d := sha256.Sum256([]byte(token))
-	s.held.mu.Lock()
-	defer s.held.mu.Unlock()
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
 	n := 0
-	for _, se := range s.held.held["token:"+hex.EncodeToString(d[:8])] {
+	for _, se := range s.sessions.byClient["token:"+hex.EncodeToString(d[:8])] {
 		n += se.inFlight
 	}
 	return n

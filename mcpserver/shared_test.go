@@ -40,7 +40,7 @@ func TestSharedIsPerProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	const a1, a2, b1 = "alpha-one-0123456789abcd", "alpha-two-0123456789abcd", "bravo-one-0123456789abcd"
-	s := newServerWith(t, Options{Clients: map[string]string{"a1": a1, "a2": a2, "b1": b1}}, func(c *config.Config) {
+	s := newServer(t, func(c *config.Config) {
 		c.Serve.Pool, c.Serve.Rate = 0, 0
 		c.Servers = map[string]config.Server{"pid": {Command: node, Args: []string{script}, Shared: true}}
 		c.Profiles = map[string]config.Profile{"pa": {Servers: []string{"pid"}}, "pb": {Servers: []string{"pid"}}}
@@ -50,7 +50,7 @@ func TestSharedIsPerProfile(t *testing.T) {
 			"b1": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "pb"},
 		}
 	})
-	url := serveHTTP(t, s)
+	url := serveHTTPClients(t, s, map[string]string{"a1": a1, "a2": a2, "b1": b1})
 	pid := map[string]string{}
 	for who, token := range map[string]string{"a1": a1, "a2": a2, "b1": b1, "anonymous": tokenA} {
 		_, out := execute(t, connectHTTP(t, url, token, ""), map[string]any{"code": `return await tools.pid.pid({})`})

@@ -72,7 +72,7 @@ func TestNamedClients(t *testing.T) {
 		c.Servers = map[string]config.Server{"ev": ev}
 		c.Clients = map[string]config.Client{"ci": {Token: config.SecretSource{From: "env:UNUSED"}}}
 	})
-	s, err := New(Options{Config: cfg, Tools: tools, Audit: aw, Version: "test", Clients: map[string]string{"ci": ciToken}})
+	s, err := New(Options{Config: cfg, Tools: tools, Audit: aw, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestNamedClients(t *testing.T) {
 		tools.Close()
 		_ = aw.Close()
 	})
-	url := serveHTTP(t, s)
+	url := serveHTTPClients(t, s, map[string]string{"ci": ciToken})
 	code := `try { return await tools.ev.echo({ message: "x" }) } catch (e) { return "refused: " + e.message }`
 	for token, want := range map[string]string{ciToken: `"Echo: x"`, tokenA: "only ci echoes"} {
 		if _, out := execute(t, connectHTTP(t, url, token, ""), map[string]any{"code": code}); out == nil || !strings.Contains(string(out.Result), want) {
@@ -122,7 +122,7 @@ func TestAttackProfiles(t *testing.T) {
 	const devToken, roToken = "dev-token-0123456789abcdef", "ro-token-0123456789abcdef"
 	node := testenv.NeedTool(t, "node")
 	memory, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-memory/dist/index.js")
-	s := newServerWith(t, Options{Clients: map[string]string{"dev": devToken, "ro": roToken}}, func(c *config.Config) {
+	s := newServer(t, func(c *config.Config) {
 		c.Servers = map[string]config.Server{"ev": everything(t), "mem": {Command: node, Args: []string{memory},
 			Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "{client}.jsonl")}}}
 		c.Secrets = map[string]config.Secret{"TRACKER_TOKEN": {From: "env:CRUCIBLE_TEST_TRACKER"}}
@@ -136,7 +136,7 @@ func TestAttackProfiles(t *testing.T) {
 			"dev": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "dev"},
 		}
 	})
-	url := serveHTTP(t, s)
+	url := serveHTTPClients(t, s, map[string]string{"dev": devToken, "ro": roToken})
 	probe := `const servers = [...new Set((await tools.list()).map((t) => t.server))].sort();
 const apis = (await tools.apis()).map((a) => a.name);
 let other;
@@ -187,11 +187,11 @@ return { servers, apis, other, env: Object.keys(env).filter((k) => k.includes("T
 func TestProfileLimits(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	const quick = "quick-token-0123456789abcdef"
-	s := newServerWith(t, Options{Clients: map[string]string{"quick": quick}}, func(c *config.Config) {
+	s := newServer(t, func(c *config.Config) {
 		c.Profiles = map[string]config.Profile{"quick": {Limits: config.ProfileLimits{Timeout: config.Duration(time.Second)}}}
 		c.Clients = map[string]config.Client{"quick": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "quick"}}
 	})
-	url := serveHTTP(t, s)
+	url := serveHTTPClients(t, s, map[string]string{"quick": quick})
 	code := `await new Promise((r) => setTimeout(r, 3000)); return "slept"`
 	_, out := execute(t, connectHTTP(t, url, quick, ""), map[string]any{"code": code})
 	if out == nil || !slices.Contains(out.LimitsHit, "timeout") {
@@ -211,7 +211,7 @@ func TestAttackProfileSkills(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	const aTok, bTok = "alpha-token-0123456789ab", "bravo-token-0123456789ab"
 	da, db := testenv.PublicDir(t), testenv.PublicDir(t)
-	s := newServerWith(t, Options{Clients: map[string]string{"alpha": aTok, "bravo": bTok}}, func(c *config.Config) {
+	s := newServer(t, func(c *config.Config) {
 		c.Serve.Rate = 0
 		c.Profiles = map[string]config.Profile{
 			"pa": {Skills: config.ProfileSkills{Dir: da, Writable: true, Saved: testenv.PublicDir(t)}},
@@ -222,7 +222,7 @@ func TestAttackProfileSkills(t *testing.T) {
 			"bravo": {Token: config.SecretSource{From: "env:UNUSED"}, Profile: "pb"},
 		}
 	})
-	url := serveHTTP(t, s)
+	url := serveHTTPClients(t, s, map[string]string{"alpha": aTok, "bravo": bTok})
 	a, b := connectHTTP(t, url, aTok, "2025-11-25"), connectHTTP(t, url, bTok, "2025-11-25")
 	r, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "save_skill", Arguments: map[string]any{
 		"name": "secret.ts", "code": `export const secret = "alpha's";`, "description": "Alpha's."}})

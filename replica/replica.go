@@ -12,7 +12,6 @@ package replica
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -25,6 +24,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/cruciblehq/crucible/internal/randomid"
 )
 
 // Hop marks a request that a replica forwarded: its receiver serves it
@@ -98,9 +99,7 @@ func (r *Replicas) Self() string { return r.self }
 // ID returns a new id of kind (a short prefix such as "ws_") owned by this
 // replica: kind, the name, 128 random bits and a 128-bit MAC of the three.
 func (r *Replicas) ID(kind string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	body := kind + r.self + "." + hex.EncodeToString(b)
+	body := randomid.New(kind+r.self+".", 16)
 	return body + "." + r.mac(body)
 }
 

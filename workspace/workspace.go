@@ -15,8 +15,6 @@ package workspace
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cruciblehq/crucible/internal/randomid"
 	"github.com/cruciblehq/crucible/userns"
 )
 
@@ -131,11 +130,7 @@ func Open(o Options) (*Set, error) {
 	}
 	o.Owner = cmp.Or(o.Owner, defaultOwner())
 	if o.NewHandle == nil {
-		o.NewHandle = func() string {
-			b := make([]byte, 16)
-			_, _ = rand.Read(b)
-			return "ws_" + hex.EncodeToString(b)
-		}
+		o.NewHandle = func() string { return randomid.New("ws_", 16) }
 	}
 	var inst *instance
 	var err error

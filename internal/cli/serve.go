@@ -2,24 +2,21 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 	"time"
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/mcpserver"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -74,17 +71,18 @@ func runServe(ctx context.Context, args []string, env Env) int {
 	if err := sandbox.CheckConfig(cfg); err != nil {
 		return fail("%v", err)
 	}
-	clients, err := clientTokens(cfg)
+	clients, err := auth.LoadClients(cfg)
 	if err != nil {
 		return fail("%v", err)
 	}
-	var tokens []string
+	var tokens *auth.Tokens
 	if *httpAddr != "" {
-		var err error
-		if tokens, err = serveTokens(cfg, *httpAddr, env); err != nil {
+		anon, err := anonymousTokens(cfg, *httpAddr, env)
+		if err != nil {
 			return fail("%v", err)
 		}
-		if name := clientOfToken(tokens, clients); name != "" {
+		tokens = auth.New(anon, clients)
+		if name := tokens.Shared(); name != "" {
 			return fail("an anonymous token (CRUCIBLE_TOKEN, serve.token or serve.tokens) is clients.%s's token too: which would it be? Give each its own", name)
 		}
 	}
@@ -123,7 +121,7 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		return fail("%v", err)
 	}
 	defer tools.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, Clients: clients, ReplicaKey: replicaKey})
+	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, ReplicaKey: replicaKey})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -140,14 +138,14 @@ func runServe(ctx context.Context, args []string, env Env) int {
 
 	if *httpAddr == "" {
 		if *metricsAddr != "" {
-			var opsTokens []string
+			var anon []string
 			if !cfg.Serve.OpsPublic {
 				// /readyz and /metrics want a token, as over HTTP.
-				if opsTokens, err = serveTokens(cfg, *metricsAddr, env); err != nil {
+				if anon, err = anonymousTokens(cfg, *metricsAddr, env); err != nil {
 					return fail("--metrics: %v (or let anyone read them: serve.ops_public: true)", err)
 				}
 			}
-			stop, err := listen(ctx, *metricsAddr, srv.OpsHandler(opsTokens), env)
+			stop, err := listen(ctx, *metricsAddr, srv.OpsHandler(auth.New(anon, clients)), env)
 			if err != nil {
 				return fail("--metrics: %v", err)
 			}
@@ -193,31 +191,14 @@ func drain(srv *mcpserver.Server, timeout time.Duration, env Env) {
 	}
 }
 
-// serveTokens are the bearer tokens the HTTP server takes: CRUCIBLE_TOKEN,
-// else those of the config, else one made now and printed once.
-func serveTokens(cfg *config.Config, addr string, env Env) ([]string, error) {
-	if t := os.Getenv("CRUCIBLE_TOKEN"); t != "" {
-		if !config.TokenOK(t) {
-			return nil, errors.New("CRUCIBLE_TOKEN must be at least 16 characters, without spaces or line breaks")
-		}
-		return append([]string{t}, cfg.Serve.Tokens...), nil
+// anonymousTokens are the anonymous bearer tokens of a server on addr
+// (auth.Anonymous); one made now is printed, once.
+func anonymousTokens(cfg *config.Config, addr string, env Env) ([]string, error) {
+	tokens, made, err := auth.Anonymous(cfg, addr, mcpserver.Loopback(addr))
+	if made != "" {
+		fmt.Fprintf(env.Stderr, "crucible serve: clients must send \"Authorization: Bearer %s\" (set CRUCIBLE_TOKEN to choose it)\n", made)
 	}
-	var tokens []string
-	if cfg.Serve.Token != "" {
-		tokens = append(tokens, cfg.Serve.Token)
-	}
-	tokens = append(tokens, cfg.Serve.Tokens...)
-	if len(tokens) > 0 || len(cfg.Clients) > 0 {
-		return tokens, nil // named clients need no anonymous token
-	}
-	if !mcpserver.Loopback(addr) {
-		return nil, fmt.Errorf("--http %s is not a loopback address: set a token (CRUCIBLE_TOKEN or serve.token) for the clients to present", addr)
-	}
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	t := hex.EncodeToString(b)
-	fmt.Fprintf(env.Stderr, "crucible serve: clients must send \"Authorization: Bearer %s\" (set CRUCIBLE_TOKEN to choose it)\n", t)
-	return []string{t}, nil
+	return tokens, err
 }
 
 // listen serves h on addr until ctx ends or stop is called.
@@ -233,40 +214,4 @@ func listen(ctx context.Context, addr string, h http.Handler, env Env) (stop fun
 		defer cancel()
 		_ = shutdown(sctx)
 	}, nil
-}
-
-// clientTokens reads the named clients' bearer tokens: by name, each
-// checked as a token and none shared by two clients.
-func clientTokens(cfg *config.Config) (map[string]string, error) {
-	out := map[string]string{}
-	by := map[string]string{}
-	for _, name := range cfg.ClientNames() {
-		if cfg.Clients[name].Token.From == "" {
-			continue // known by its OAuth claims
-		}
-		b, err := sandbox.ReadSource(cfg.Clients[name].Token.From)
-		if err != nil {
-			return nil, fmt.Errorf("clients.%s.token: %w", name, err)
-		}
-		t := string(b)
-		if !config.TokenOK(t) {
-			return nil, fmt.Errorf("clients.%s.token: must be at least 16 characters, without spaces or line breaks", name)
-		}
-		if other, ok := by[t]; ok {
-			return nil, fmt.Errorf("clients.%s.token: the same as clients.%s's: each client needs a token of its own", name, other)
-		}
-		by[t], out[name] = name, t
-	}
-	return out, nil
-}
-
-// clientOfToken names a client whose token is one of the anonymous tokens,
-// or is "".
-func clientOfToken(tokens []string, clients map[string]string) string {
-	for _, name := range slices.Sorted(maps.Keys(clients)) {
-		if slices.Contains(tokens, clients[name]) {
-			return name
-		}
-	}
-	return ""
 }
