@@ -425,18 +425,47 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Hand
 		idle.cancel()
 		_ = idle.ss.Close()
 	}
-	h.ServeHTTP(w, r)
-	var made *session
-	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-		for ss := range s.viewOf(client).sessionful.Sessions() {
-			if ss.ID() == id {
-				made = s.track(ss, client, false)
-				break
+	// The session is recorded as the answer's head is written, before
+	// the client learns its id: no request of it, nor the initialize of
+	// the client's next session, can come before the registry knows it
+	// (the least recently used order would flip otherwise).
+	var once sync.Once
+	record := func() {
+		once.Do(func() {
+			var made *session
+			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+				for ss := range s.viewOf(client).sessionful.Sessions() {
+					if ss.ID() == id {
+						made = s.track(ss, client, false)
+						break
+					}
+				}
 			}
-		}
+			s.sessions.opened(client, made)
+		})
 	}
-	s.sessions.opened(client, made)
+	h.ServeHTTP(&headWriter{ResponseWriter: w, head: record}, r)
+	record() // an answer with no head of its own
 }
+
+// headWriter calls head before the first byte of the answer is written.
+type headWriter struct {
+	http.ResponseWriter
+	head func()
+}
+
+func (w *headWriter) WriteHeader(code int) {
+	w.head()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headWriter) Write(b []byte) (int, error) {
+	w.head()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the writer beneath, to flush.
+func (w *headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // requestClient is the client of an HTTP request that passed the bearer
 // check: its token's; "" before it.
