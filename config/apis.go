@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cruciblehq/crucible/httprule"
+	"github.com/cruciblehq/crucible/policy/httprule"
 )
 
 // API is an HTTP API the code may call, described for the model and

@@ -26,9 +26,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cruciblehq/crucible/callrule"
-	"github.com/cruciblehq/crucible/cond"
-	"github.com/cruciblehq/crucible/glob"
+	"github.com/cruciblehq/crucible/policy/callrule"
+	"github.com/cruciblehq/crucible/policy/cond"
+	"github.com/cruciblehq/crucible/policy/glob"
 )
 
 // Config is the whole of crucible.yaml. Each top-level key is one field; a new

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/internal/cli"
-	"github.com/cruciblehq/crucible/internal/packages"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/packaging/packages"
 )
 
 // The .deb and the .rpm, built as the README says, hold what they should;

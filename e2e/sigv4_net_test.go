@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/sandbox"
-	"github.com/cruciblehq/crucible/sigv4/sigv4test"
+	"github.com/cruciblehq/crucible/secrets/sigv4/sigv4test"
 )
 
 // The key pair, as Crucible reads it from its environment.

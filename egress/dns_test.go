@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 	"golang.org/x/net/dns/dnsmessage"
 )
 

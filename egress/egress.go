@@ -36,8 +36,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/cruciblehq/crucible/httprule"
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/httprule"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 	"github.com/cruciblehq/crucible/secrets"
 	"github.com/cruciblehq/crucible/violation"
 )

@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 	"github.com/cruciblehq/crucible/secrets"
 )
 

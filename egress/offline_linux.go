@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"os"
 
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 	"golang.org/x/sys/unix"
 )
 

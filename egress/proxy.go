@@ -18,8 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cruciblehq/crucible/httprule"
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/httprule"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 	"github.com/cruciblehq/crucible/secrets"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 )
 
 // The proxy on its own, with real TCP on loopback standing in for both the

@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cruciblehq/crucible/httprule"
+	"github.com/cruciblehq/crucible/policy/httprule"
 	"github.com/cruciblehq/crucible/secrets"
 )
 

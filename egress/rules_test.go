@@ -18,7 +18,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cruciblehq/crucible/httprule"
+	"github.com/cruciblehq/crucible/policy/httprule"
 )
 
 // newRulesFix is newSecretFix with the API "github" on other (TLS, no

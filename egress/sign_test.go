@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/secrets"
-	"github.com/cruciblehq/crucible/sigv4"
-	"github.com/cruciblehq/crucible/sigv4/sigv4test"
+	"github.com/cruciblehq/crucible/secrets/sigv4"
+	"github.com/cruciblehq/crucible/secrets/sigv4/sigv4test"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cruciblehq/crucible/glob"
+	"github.com/cruciblehq/crucible/policy/glob"
 	"github.com/cruciblehq/crucible/toolbridge"
 )
 

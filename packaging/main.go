@@ -15,7 +15,7 @@ import (
 
 	"github.com/cruciblehq/crucible/internal/cli"
 
-	"github.com/cruciblehq/crucible/internal/packages"
+	"github.com/cruciblehq/crucible/packaging/packages"
 )
 
 func main() {

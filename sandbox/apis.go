@@ -14,8 +14,8 @@ import (
 	"slices"
 
 	"github.com/cruciblehq/crucible/config"
-	"github.com/cruciblehq/crucible/httprule"
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/httprule"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 )
 
 // apiRules are one API's compiled rules and the destinations they judge.

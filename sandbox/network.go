@@ -15,7 +15,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/egress"
 	"github.com/cruciblehq/crucible/jail"
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 	"github.com/cruciblehq/crucible/toolbridge"
 	"github.com/cruciblehq/crucible/violation"
 )

@@ -21,9 +21,9 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/egress"
-	"github.com/cruciblehq/crucible/netpolicy"
+	"github.com/cruciblehq/crucible/policy/netpolicy"
 	"github.com/cruciblehq/crucible/secrets"
-	"github.com/cruciblehq/crucible/sigv4"
+	"github.com/cruciblehq/crucible/secrets/sigv4"
 	"github.com/cruciblehq/crucible/violation"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cruciblehq/crucible/callrule"
+	"github.com/cruciblehq/crucible/policy/callrule"
 	"github.com/cruciblehq/crucible/toolargs"
 	"github.com/cruciblehq/crucible/violation"
 )

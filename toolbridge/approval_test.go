@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cruciblehq/crucible/callrule"
+	"github.com/cruciblehq/crucible/policy/callrule"
 	"github.com/cruciblehq/crucible/toolargs"
 )
 

@@ -3,8 +3,8 @@ package toolbridge
 import (
 	"fmt"
 
-	"github.com/cruciblehq/crucible/callrule"
-	"github.com/cruciblehq/crucible/glob"
+	"github.com/cruciblehq/crucible/policy/callrule"
+	"github.com/cruciblehq/crucible/policy/glob"
 
 	"github.com/cruciblehq/crucible/violation"
 )

@@ -28,7 +28,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cruciblehq/crucible/callrule"
+	"github.com/cruciblehq/crucible/policy/callrule"
 	"github.com/cruciblehq/crucible/toolargs"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cruciblehq/crucible/callrule"
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/policy/callrule"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

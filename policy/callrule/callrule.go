@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
-	"github.com/cruciblehq/crucible/cond"
-	"github.com/cruciblehq/crucible/glob"
+	"github.com/cruciblehq/crucible/policy/cond"
+	"github.com/cruciblehq/crucible/policy/glob"
 	"github.com/cruciblehq/crucible/toolargs"
 )
 

@@ -43,7 +43,7 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/cel"
-	"github.com/cruciblehq/crucible/cond"
+	"github.com/cruciblehq/crucible/policy/cond"
 )
 
 // Rule is one rule as written: "METHOD /path/pattern", allowing or
