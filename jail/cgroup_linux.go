@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/owncgroup"
 	"golang.org/x/sys/unix"
 )
 

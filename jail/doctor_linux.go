@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/jail/internal/child"
-	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/owncgroup"
 	"github.com/cruciblehq/crucible/userns"
 	"golang.org/x/sys/unix"
 )
@@ -252,6 +252,7 @@ type cgroupHost struct {
 	v1        []string // ours mounted as cgroup v1 under /sys/fs/cgroup
 	readOnly  bool     // the hierarchy kind picks is mounted read-only (cgroupReadOnly)
 	runtime   string   // the container's runtime, if any (containerRuntime)
+	scopeWhy  string   // why asking systemd for a scope failed, or "" (owncgroup.ScopeWhy)
 }
 
 // cgroupKind is where the controllers are, in the order findCgroupParents
@@ -320,8 +321,8 @@ func (h cgroupHost) fix() string {
 		return f.root
 	}
 	fix := strings.ReplaceAll(f.user, "{uid}", strconv.Itoa(h.uid))
-	if scopeWhy != "" {
-		fix = scopeWhy + "; " + fix
+	if h.scopeWhy != "" {
+		fix = h.scopeWhy + "; " + fix
 	}
 	return fix
 }
@@ -330,7 +331,7 @@ func (h cgroupHost) fix() string {
 // them, whether or not this process may write to them.
 func probeCgroupHost() cgroupHost {
 	_, unified := owncgroup.Mount(owncgroup.Root)
-	h := cgroupHost{uid: userns.HostUID(), v2Unified: unified, runtime: containerRuntime()}
+	h := cgroupHost{uid: userns.HostUID(), v2Unified: unified, runtime: containerRuntime(), scopeWhy: owncgroup.ScopeWhy()}
 	own, _ := owncgroup.Paths()
 	if p, ok := own[""]; ok {
 		for _, mnt := range []string{owncgroup.Root, owncgroup.Root + "/unified"} {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
-	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/owncgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,9 +98,8 @@ func TestCgroupFix(t *testing.T) {
 	}
 
 	// Where asking systemd for a scope failed, the fix says so first.
-	defer func(why string) { scopeWhy = why }(scopeWhy)
-	scopeWhy = "asking your systemd for a delegated cgroup scope failed: the user manager did not start the scope in time"
-	h := cgroupHost{uid: 1000, v2: ours, v2Unified: true}
+	scopeWhy := "asking your systemd for a delegated cgroup scope failed: the user manager did not start the scope in time"
+	h := cgroupHost{uid: 1000, v2: ours, v2Unified: true, scopeWhy: scopeWhy}
 	if fix := h.fix(); !strings.HasPrefix(fix, scopeWhy+"; run crucible as root") {
 		t.Errorf("fix %q: want it to start with why the scope failed, then the remedies", fix)
 	}

@@ -38,6 +38,3 @@ func (j *Jail) Close() (*Result, error) { return nil, ErrUnsupported }
 func Diagnose(ctx context.Context) []Check {
 	return []Check{{Feature: "operating system", Status: StatusMissing, Required: true, Detail: "the jail needs Linux"}}
 }
-
-// SystemdScopeFailed has nothing to record off Linux.
-func SystemdScopeFailed(err error) {}

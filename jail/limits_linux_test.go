@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
-	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/owncgroup"
 	"golang.org/x/sys/unix"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/owncgroup"
 	"golang.org/x/sys/unix"
 )
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/cruciblehq/crucible/internal/asuser"
-	"github.com/cruciblehq/crucible/systemdscope"
+	"github.com/cruciblehq/crucible/owncgroup/systemdscope"
 	"github.com/cruciblehq/crucible/userns"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
-	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/owncgroup"
 	"github.com/cruciblehq/crucible/userns"
 	"golang.org/x/sys/unix"
 )

@@ -2,14 +2,14 @@
 // own: a transient scope with Delegate=yes holding this process, as
 // rootless container runtimes do. On cgroup v2 that is how a user who is
 // not root gets memory, pids and cpu to bound jails with; package
-// jail/owncgroup decides when to ask (WantScope), and package jail makes
+// owncgroup, above, decides when to ask (WantScope), and package jail makes
 // the jails' cgroups in the scope.
 //
 // It talks to the user manager over its private socket
 // ($XDG_RUNTIME_DIR/systemd/private, as systemctl --user does), with
 // go-systemd's D-Bus client on godbus: no session bus is needed. Only the
 // command line imports this package; package jail, which every jail's
-// process links, stays free of D-Bus.
+// process links, imports only owncgroup and stays free of D-Bus.
 package systemdscope
 
 import (
@@ -22,8 +22,7 @@ import (
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
-	"github.com/cruciblehq/crucible/jail"
-	"github.com/cruciblehq/crucible/jail/owncgroup"
+	"github.com/cruciblehq/crucible/owncgroup"
 	"github.com/cruciblehq/crucible/userns"
 	"github.com/godbus/dbus/v5"
 )
@@ -36,8 +35,8 @@ const Timeout = 10 * time.Second
 // says to; it returns the scope's name, or "" when it did not ask. Call it
 // before this process starts any other, which are then born in the leaf:
 // in crucible started by a user, from the user namespace's copy (see
-// userns.Enter) once it has settled. When it fails, the jails' cgroup
-// layer says why.
+// userns.Enter) once it has settled. When it fails, it records why
+// (owncgroup.ScopeFailed), and the jails' cgroup layer says so.
 func Join(ctx context.Context) (string, error) {
 	manager, v2 := owncgroup.WantScope()
 	if manager == "" {
@@ -45,7 +44,7 @@ func Join(ctx context.Context) (string, error) {
 	}
 	name, err := join(ctx, manager, v2)
 	if err != nil {
-		jail.SystemdScopeFailed(err)
+		owncgroup.ScopeFailed(err)
 	}
 	return name, err
 }
