@@ -144,6 +144,18 @@ type Spec struct {
 	AllowDegraded []string
 }
 
+// SameWriter reports whether a and b are the same writer (and not nil):
+// the jail then gives stdout and stderr one pipe and one MaxOutput, as
+// os/exec shares a pipe, so a caller that wraps them keeps them one.
+func SameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false // not comparable: not the same
+		}
+	}()
+	return a != nil && a == b
+}
+
 // Layer is a host directory that the jail shows read-only (Spec.Layers,
 // Spec.Over).
 type Layer struct {

@@ -681,7 +681,7 @@ func (x *execution) outputPipes(s *Spec, owner int, files *childFileList) (stdou
 	}
 	files.add(stdout)
 	stderr = stdout // one writer for both: one pipe, or its writes would race
-	if !sameWriter(s.Stdout, s.Stderr) {
+	if !SameWriter(s.Stdout, s.Stderr) {
 		if stderr, err = x.drain(s.Stderr, owner, s.MaxOutput); err != nil {
 			return nil, nil, err
 		}
@@ -1049,17 +1049,6 @@ func startError(err error) error {
 // doctor gives it for this host.
 func cgroupFix() string {
 	return probeCgroupHost().fix() + "; or pass --allow-degraded cgroup"
-}
-
-// sameWriter reports whether a and b are the same writer (and not nil), as
-// os/exec decides whether stdout and stderr share a pipe.
-func sameWriter(a, b io.Writer) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false // not comparable: not the same
-		}
-	}()
-	return a != nil && a == b
 }
 
 // stdinCopy copies the caller's Stdin to the jail's stdin pipe until Stdin

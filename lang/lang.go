@@ -38,9 +38,9 @@ type Program struct {
 
 	// ReportsExit says that the runner gives its exit code in its report
 	// (Outcome.Exit) and that nothing of the program can write its fd 3:
-	// the execution may end on that report (jail.Spec.EarlyExit). A runner
-	// whose program runs in its own process (Python's) does not, whatever
-	// the program writes there.
+	// the execution may end on that report (jail.Spec.ReportedExit). A
+	// runner whose program runs in its own process (Python's) does not,
+	// whatever the program writes there.
 	ReportsExit bool
 }
 
@@ -52,7 +52,7 @@ type Outcome struct {
 	// Exit is the runner's exit code, from a runner that exits as soon as
 	// it has reported, with nothing of the program's left to run: the
 	// execution can end on it before the kernel has torn the runner down
-	// (jail.Spec.EarlyExit). A runner that may run more of the program
+	// (jail.Spec.ReportedExit). A runner that may run more of the program
 	// after its report (Python's exit handlers, say) leaves it out.
 	Exit *int `json:"exit,omitempty"`
 }

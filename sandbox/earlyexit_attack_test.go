@@ -14,7 +14,7 @@ import (
 	"github.com/cruciblehq/crucible/violation"
 )
 
-// Attacks on the early end of an execution (jail.Spec.EarlyExit): the jail
+// Attacks on the early end of an execution (jail.Spec.ReportedExit): the jail
 // ends a program's execution on its runner's report, with the exit code in
 // it, once every process of the program has begun to exit. A Python
 // program runs in its runner's process and can write that report itself,
@@ -60,7 +60,7 @@ func both(t *testing.T, cfg *config.Config, src string, check func(how string, x
 		cfg = config.Default()
 	}
 	p := pyPool(t, cfg, PoolOptions{Size: 1})
-	x, err := p.Run(context.Background(), []byte(src), "-")
+	x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}

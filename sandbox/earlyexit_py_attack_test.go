@@ -36,7 +36,7 @@ def w(fd, b):
 // runPool runs src on p and fails the test on a setup error.
 func runPool(t *testing.T, p *Pool, src string) *Result {
 	t.Helper()
-	x, err := p.Run(context.Background(), []byte(src), "-")
+	x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}

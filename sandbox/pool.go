@@ -64,6 +64,10 @@ type PoolOptions struct {
 	Workspaces bool
 	// Skills is as in Options.
 	Skills string
+
+	// ticks, if not nil, drives the expiry in place of its ticker: each
+	// time received sweeps the jails idle at that time (a test's clock).
+	ticks <-chan time.Time
 }
 
 // PoolStats say what a pool has done, for metrics.
@@ -87,7 +91,7 @@ type poolCounters struct {
 	misses                      map[string]int64                // under Pool.mu
 }
 
-// ErrPoolClosed is Run's error once the pool is closed.
+// ErrPoolClosed is Do's error once the pool is closed.
 var ErrPoolClosed = errors.New("sandbox: the pool is closed")
 
 // warmJail is one jail of the pool, running from its birth.
@@ -176,13 +180,6 @@ type Job struct {
 	SavedSkills string
 	// Caller is whom the job runs for, as Options.Caller.
 	Caller toolbridge.Caller
-}
-
-// Run hands src, a program named like file ("-" for standard input), to a
-// ready jail, or to a new one if none is ready, and waits for the
-// execution. Its output is captured into the Result.
-func (p *Pool) Run(ctx context.Context, src []byte, file string) (*Result, error) {
-	return p.Do(ctx, Job{Source: src, File: file})
 }
 
 // Do runs job in a ready jail, or in a new one if none is ready, and waits
@@ -492,18 +489,23 @@ func (w *warmJail) run(ctx context.Context) error {
 // fills again with its next execution.
 func (p *Pool) expire() {
 	defer p.wg.Done()
-	t := time.NewTicker(max(p.o.Idle/4, 10*time.Millisecond))
-	defer t.Stop()
+	ticks := p.o.ticks
+	if ticks == nil {
+		t := time.NewTicker(max(p.o.Idle/4, 10*time.Millisecond))
+		defer t.Stop()
+		ticks = t.C
+	}
 	for {
+		var now time.Time
 		select {
 		case <-p.ctx.Done():
 			return
-		case <-t.C:
+		case now = <-ticks: // a ticker's tick is the time it fired
 		}
 		p.mu.Lock()
 		keep := p.ready[:0]
 		for _, w := range p.ready {
-			if time.Since(w.born) > p.o.Idle {
+			if now.Sub(w.born) > p.o.Idle {
 				w.cancel()
 				p.stats.expired.Add(1)
 				continue

@@ -67,14 +67,14 @@ open("/tmp/mark", "w").close()
 print("n", %d)
 crucible.result = {"n": %d * 2, "fresh": fresh, "main": __name__}
 `, i, i)
-		x, err := p.Run(context.Background(), []byte(src), "-")
+		x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "-"})
 		if err != nil || x.Error != nil || x.ExitCode != 0 || x.Stdout != fmt.Sprintf("n %d\n", i) ||
 			string(x.Result) != fmt.Sprintf(`{"n": %d, "fresh": true, "main": "__main__"}`, 2*i) {
 			t.Fatalf("execution %d: %v %+v", i, err, x)
 		}
 	}
 
-	x, err := p.Run(context.Background(), []byte("x = 1\n\ndef f():\n    raise ValueError('boom')\n\nf()\n"), "/home/u/job.py")
+	x, err := p.Do(context.Background(), Job{Source: []byte("x = 1\n\ndef f():\n    raise ValueError('boom')\n\nf()\n"), File: "/home/u/job.py"})
 	if err != nil || x.ExitCode != 1 || x.Error == nil || x.Error.Name != "ValueError" || x.Error.Message != "boom" ||
 		!strings.Contains(x.Error.Stack, `File "job.py", line 4, in f`) || !strings.Contains(x.Stderr, `File "job.py", line 6, in <module>`) ||
 		strings.Contains(x.Error.Stack, "run.py") {
@@ -96,7 +96,7 @@ crucible.result = {"n": %d * 2, "fresh": fresh, "main": __name__}
 	awaitReady(t, short, 1)
 	time.Sleep(1200 * time.Millisecond) // longer than the timeout
 	start := time.Now()
-	x, err = short.Run(context.Background(), []byte("print('start')\nwhile True:\n    pass\n"), "-")
+	x, err = short.Do(context.Background(), Job{Source: []byte("print('start')\nwhile True:\n    pass\n"), File: "-"})
 	if err != nil || x.ExitCode != jail.ExitTimeout || (x.Stdout != "start\n" && x.Stdout != "") || !strings.Contains(strings.Join(x.LimitsHit, ","), "timeout") {
 		t.Errorf("busy loop: %v %+v", err, x)
 	}
@@ -140,7 +140,7 @@ except crucible.ToolError as e:
     r.append(e.kind)
 crucible.result = r
 `, i)
-		x, err := p.Run(context.Background(), []byte(src), "main.py")
+		x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "main.py"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ crucible.result = r
 func TestPoolPythonCompiled(t *testing.T) {
 	p := pyPool(t, nil, PoolOptions{Size: 1})
 	src := "import crucible, crucible_runner, os\ncrucible.result = [os.path.exists(m.__cached__) for m in (crucible, crucible_runner)]\n"
-	x, err := p.Run(context.Background(), []byte(src), "-")
+	x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "-"})
 	if err != nil || x.ExitCode != 0 || string(x.Result) != "[true, true]" {
 		t.Fatalf("the runner's bytecode in a worker's jail: %v %+v", err, x)
 	}
@@ -174,11 +174,11 @@ for path in (crucible_runner.__cached__, os.path.dirname(crucible_runner.__cache
         out.append(e.__class__.__name__)
 crucible.result = out
 `
-	x, err = p.Run(context.Background(), []byte(attack), "-")
+	x, err = p.Do(context.Background(), Job{Source: []byte(attack), File: "-"})
 	if err != nil || x.ExitCode != 0 || strings.Contains(string(x.Result), "written") || !strings.Contains(string(x.Result), "Error") {
 		t.Fatalf("a program writing the runner's bytecode: %v %+v", err, x)
 	}
-	x, err = p.Run(context.Background(), []byte(src), "-")
+	x, err = p.Do(context.Background(), Job{Source: []byte(src), File: "-"})
 	if err != nil || x.ExitCode != 0 || string(x.Result) != "[true, true]" {
 		t.Fatalf("the execution after that: %v %+v", err, x)
 	}

@@ -22,7 +22,7 @@ func TestPoolReady(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	x, err := p.Run(context.Background(), []byte("return 1"), "main.ts")
+	x, err := p.Do(context.Background(), Job{Source: []byte("return 1"), File: "main.ts"})
 	if err != nil || string(x.Result) != "1" || x.Error != nil || x.ExitCode != 0 {
 		t.Fatalf("%v %+v", err, x)
 	}

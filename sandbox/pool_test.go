@@ -62,7 +62,7 @@ func TestPoolConcurrent(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			x, err := p.Run(ctx, fmt.Appendf(nil, "console.log('n', %d);\nreturn { n: %d * 2 };", i, i), "-")
+			x, err := p.Do(ctx, Job{Source: fmt.Appendf(nil, "console.log('n', %d);\nreturn { n: %d * 2 };", i, i), File: "-"})
 			switch {
 			case err != nil:
 				errs <- err
@@ -142,24 +142,36 @@ func TestPoolTimeoutAndIdle(t *testing.T) {
 	// 3 s: a loaded machine took over a second to print the busy loop's
 	// first line.
 	const timeout = 3 * time.Second
-	p := jsPool(t, PoolOptions{Size: 1, Idle: 300 * time.Millisecond}, timeout)
+	ticks := make(chan time.Time)
+	p := jsPool(t, PoolOptions{Size: 1, Idle: 300 * time.Millisecond, ticks: ticks}, timeout)
 	defer p.Close()
 	time.Sleep(timeout + 200*time.Millisecond) // longer than the timeout: the ready jail must not have died of it
-	x, err := p.Run(context.Background(), []byte("return 'ok'"), "-")
+	x, err := p.Do(context.Background(), Job{Source: []byte("return 'ok'"), File: "-"})
 	if err != nil || string(x.Result) != `"ok"` {
 		t.Fatalf("%v %+v", err, x)
 	}
 	// The output is kept whoever stops the loop. The worker's own stop (and
 	// its TimeoutError) comes shortly before the jail's kill, a margin a
 	// loaded machine may eat: either is right here.
-	x, err = p.Run(context.Background(), []byte("console.log('start');\nfor (;;) {}"), "-")
+	x, err = p.Do(context.Background(), Job{Source: []byte("console.log('start');\nfor (;;) {}"), File: "-"})
 	if err != nil || x.ExitCode != jail.ExitTimeout || x.Stdout != "start\n" || x.Error != nil && x.Error.Name != "TimeoutError" {
 		t.Fatalf("busy loop: %v %+v", err, x)
 	}
+	awaitReady(t, p, 1) // the replacement
+	expireIdle(ticks, p.o.Idle)
 	st := p.Stats()
 	if st.Expired == 0 {
 		t.Errorf("no ready jail expired after the idle time: %+v", st)
 	}
+}
+
+// expireIdle runs a sweep of a pool's expiry (PoolOptions.ticks) at a time
+// past idle for every jail born by now, and returns once it is done: the
+// second tick is taken only once the first one's sweep is over.
+func expireIdle(ticks chan<- time.Time, idle time.Duration) {
+	at := time.Now().Add(2 * idle)
+	ticks <- at
+	ticks <- at
 }
 
 // A warm worker runs on one P from its runtime's start (GOMAXPROCS=1 in its
@@ -180,7 +192,7 @@ func TestPoolWorkerEnv(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x, err := p.Run(context.Background(), []byte("return [env.GOMAXPROCS ?? null, 'PATH' in env]"), "-")
+		x, err := p.Do(context.Background(), Job{Source: []byte("return [env.GOMAXPROCS ?? null, 'PATH' in env]"), File: "-"})
 		p.Close()
 		if err != nil || x.Error != nil || string(x.Result) != c.want {
 			t.Errorf("sandbox env %v: %v %+v; want %s", c.env, err, x, c.want)
@@ -202,7 +214,7 @@ func TestPoolAudit(t *testing.T) {
 	time.Sleep(time.Second) // a life longer than the work
 	const src = "console.log('hi'); return 1"
 	start := time.Now()
-	x, err := p.Run(context.Background(), []byte(src), "-")
+	x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "-"})
 	span := time.Since(start)
 	if err != nil || string(x.Result) != "1" {
 		t.Fatalf("%v %+v", err, x)
@@ -239,7 +251,7 @@ func TestPoolAudit(t *testing.T) {
 func TestPoolRunAfterClose(t *testing.T) {
 	p := jsPool(t, PoolOptions{Size: 1}, 0)
 	p.Close()
-	if _, err := p.Run(context.Background(), []byte("return 1"), "-"); !errors.Is(err, ErrPoolClosed) {
+	if _, err := p.Do(context.Background(), Job{Source: []byte("return 1"), File: "-"}); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("Run after Close: %v, want ErrPoolClosed", err)
 	}
 	if procs := workerProcs(); len(procs) != 0 {
@@ -326,21 +338,23 @@ func TestPoolTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPool(cfg, "ts", PoolOptions{Size: 2, Idle: 200 * time.Millisecond, Tools: tools})
+	ticks := make(chan time.Time)
+	p, err := NewPool(cfg, "ts", PoolOptions{Size: 2, Idle: 200 * time.Millisecond, Tools: tools, ticks: ticks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
 		// Each execution has its own session: its one call is allowed.
 		src := fmt.Sprintf(`export default [await tools.ev.echo({ message: "%d" }), await tools.ev.echo({}).catch((e) => e.kind)];`, i)
-		r, err := p.Run(context.Background(), []byte(src), "main.ts")
+		r, err := p.Do(context.Background(), Job{Source: []byte(src), File: "main.ts"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := fmt.Sprintf(`["Echo: %d","limit"]`, i); string(r.Result) != want || len(r.ToolCalls) != 2 || len(r.Violations) != 1 {
 			t.Errorf("execution %d: %s, want %s; %+v", i, r.Result, want, r)
 		}
-		time.Sleep(500 * time.Millisecond) // the ready jails expire, unused
+		awaitReady(t, p, 2)
+		expireIdle(ticks, p.o.Idle) // the ready jails expire, unused
 	}
 	expired := p.Stats().Expired
 	p.Close()

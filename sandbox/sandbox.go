@@ -2,15 +2,19 @@
 // into the settings each mechanism takes and runs one execution, top to
 // bottom. It holds no mechanism of its own.
 //
-// It is also the one door into the sandbox: a caller (the CLI, the MCP
-// server) imports sandbox, config and audit, and never jail, egress or a
-// single language's package. Executions ([Exec], [Run], [Pool]) return a
-// [Result]; a layer that cannot be set up returns a [SetupError]; [Diagnose]
-// is `crucible doctor`. [Tools] is the tool bridge of one process, which
-// the caller makes once from the configuration, hands to each execution
-// (in [Options] or [PoolOptions]), and closes: each execution gets a private
-// tools channel to it, and a server with jail: true runs in a long-lived
-// jail of its own (serverjail.go).
+// It is also the one door into the sandbox: front ends (internal/cli,
+// mcpserver) import sandbox, config, audit and data types (lang's types
+// such as lang.Error and lang.Program; the languages are read through
+// sandbox.Languages, as lang's registry holds only what sandbox links in);
+// never jail, egress, seccomp or lang/<language>.
+//
+// Executions ([Exec], [Run], [Pool]) return a [Result]; a layer that
+// cannot be set up returns a [SetupError]; [Diagnose] is `crucible doctor`.
+// [Tools] is the tool bridge of one process, which the caller makes once
+// from the configuration, hands to each execution (in [Options] or
+// [PoolOptions]), and closes: each execution gets a private tools channel
+// to it, and a server with jail: true runs in a long-lived jail of its own
+// (serverjail.go).
 // [Secrets], likewise made once ([LoadSecrets]) and handed to each
 // execution, give its code placeholders that the network swaps for the
 // real values on their own hosts (secrets.go).
@@ -19,9 +23,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +39,7 @@ import (
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/randomid"
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/policy/netpolicy"
@@ -216,7 +219,7 @@ func (x *execution) protect() {
 	x.spec.Files = append(slices.Clone(x.spec.Files), jail.File{Path: trustFile, Data: s.bundle, Over: hostBundles})
 	// The caller's own writers get the output as it comes, redacted as
 	// it goes; captured output is redacted in finish.
-	shared := x.stdout == nil && x.stderr == nil && sameWriter(x.spec.Stdout, x.spec.Stderr)
+	shared := x.stdout == nil && x.stderr == nil && jail.SameWriter(x.spec.Stdout, x.spec.Stderr)
 	if x.stdout == nil && x.spec.Stdout != nil {
 		r := newRedactor(s.set, x.spec.Stdout)
 		x.streams = append(x.streams, r)
@@ -238,7 +241,7 @@ func (x *execution) protect() {
 // begin marks the moment the execution's work starts, for caller: it gets
 // its id, and its duration counts from here (not from a warm jail's birth).
 func (x *execution) begin(ev audit.Execution, caller toolbridge.Caller) {
-	ev.Exec, ev.Client = newID(), caller.Client
+	ev.Exec, ev.Client = randomid.New("", 8), caller.Client
 	x.ev, x.began, x.caller = ev, time.Now(), caller
 	if x.net != nil {
 		x.net.begin(ev.Exec, caller)
@@ -364,13 +367,6 @@ func outcome(b []byte) *lang.Outcome {
 		return &lang.Outcome{Error: &lang.Error{Name: "CrucibleError", Message: err.Error()}}
 	}
 	return out
-}
-
-// newID names one execution in the audit trail.
-func newID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b) // crypto/rand.Read does not fail on Linux
-	return hex.EncodeToString(b)
 }
 
 // CheckConfig reports what cfg asks for that cannot be: host paths that do not

@@ -219,7 +219,7 @@ func TestPoolSecrets(t *testing.T) {
 	defer p.Close()
 	seen := map[string]bool{}
 	for range 3 {
-		x, err := p.Run(context.Background(), []byte(`return env.TOKEN`), "-")
+		x, err := p.Do(context.Background(), Job{Source: []byte(`return env.TOKEN`), File: "-"})
 		if err != nil || x.ExitCode != 0 {
 			t.Fatalf("%v %+v", err, x)
 		}
@@ -235,7 +235,7 @@ func TestPoolSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	if _, err := q.Run(context.Background(), []byte(`return 1`), "-"); err == nil || !strings.Contains(err.Error(), "LoadSecrets") {
+	if _, err := q.Do(context.Background(), Job{Source: []byte(`return 1`), File: "-"}); err == nil || !strings.Contains(err.Error(), "LoadSecrets") {
 		t.Errorf("secrets not given to the pool: %v", err)
 	}
 }

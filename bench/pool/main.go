@@ -189,7 +189,7 @@ func main() {
 
 // run runs the language's program on p and checks its result.
 func run(p *sandbox.Pool, l string) {
-	x, err := p.Run(context.Background(), []byte(programs[l]), "-")
+	x, err := p.Do(context.Background(), sandbox.Job{Source: []byte(programs[l]), File: "-"})
 	if err != nil || x.Error != nil || x.ExitCode != 0 || string(x.Result) != "1" {
 		fail(fmt.Errorf("%s pool: %w %+v", l, err, x))
 	}

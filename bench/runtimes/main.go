@@ -83,7 +83,7 @@ func benchPool(n int) {
 			time.Sleep(time.Millisecond)
 		}
 		start := time.Now()
-		x, err := p.Run(context.Background(), []byte(hello), "hello.ts")
+		x, err := p.Do(context.Background(), sandbox.Job{Source: []byte(hello), File: "hello.ts"})
 		if err != nil || x.Error != nil || x.Stdout != "hello\n" {
 			fail(fmt.Errorf("pool: %w %+v", err, x))
 		}
@@ -102,7 +102,7 @@ func benchPool(n int) {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Go(func() {
-			if x, err := p2.Run(context.Background(), []byte(hello), "hello.ts"); err != nil || x.Error != nil {
+			if x, err := p2.Do(context.Background(), sandbox.Job{Source: []byte(hello), File: "hello.ts"}); err != nil || x.Error != nil {
 				fail(fmt.Errorf("pool: %w %+v", err, x))
 			}
 		})

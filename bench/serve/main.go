@@ -5,7 +5,7 @@
 // Latency rows, one call at a time, in ts, js and py (py when python3 is
 // here), each row's ratio against the in-process row of its language:
 //
-//   - pool (in process): sandbox.Pool.Run of a ts pool and of a py pool
+//   - pool (in process): sandbox.Pool.Do of a ts pool and of a py pool
 //     (size 2, no workspace), js by Pool.Do on the ts pool: the baselines;
 //   - stdio session: later calls in the one session of a client that starts
 //     `crucible serve` (CommandTransport), all in the session's workspace;

@@ -99,7 +99,7 @@ func TestWarmTimeoutStartsWithJob(t *testing.T) {
 
 // The report carries the exit code the worker then exits with, on which a
 // pooled execution ends before the kernel has torn the worker down
-// (jail.Spec.EarlyExit); a timed-out program's report has none, since the
+// (jail.Spec.ReportedExit); a timed-out program's report has none, since the
 // worker waits for the jail's kill.
 func TestReportedExit(t *testing.T) {
 	for _, c := range []struct {
