@@ -3,7 +3,7 @@ package mcpserver
 // Golden transcripts of every text the model reads: the instructions that
 // initialize gives, execute's summary, search_tools' answers and the tools
 // that tools/list shows. Each is a txtar archive in testdata; go test
-// -run Golden -update rewrites them (the -update flag is schema_test.go's).
+// -run Golden -update rewrites them (the -update flag is testenv's).
 // None runs a program: they need no root.
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/sandbox"
 )
@@ -79,7 +80,7 @@ func goldenTxtar(t *testing.T, name, comment string, files []txtarFile) {
 		}
 	}
 	path := filepath.Join("testdata", name)
-	if *update {
+	if testenv.Update() {
 		if err := os.WriteFile(path, formatTxtar(comment, files), 0o644); err != nil {
 			t.Fatal(err)
 		}

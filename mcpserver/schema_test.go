@@ -3,34 +3,11 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from what was generated (go test -update rewrites it):\n%s", path, got)
-	}
-}
 
 // The schemas of execute that a client reads in tools/list: what the
 // model is told of its arguments and of its structured result.
@@ -49,7 +26,7 @@ func TestExecuteSchemas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name, string(b)+"\n")
+			testenv.Golden(t, name, string(b)+"\n")
 		}
 		return
 	}

@@ -2,7 +2,6 @@ package toolbridge
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,27 +11,6 @@ import (
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/evanw/esbuild/pkg/api"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from what was generated (go test -update rewrites it):\n%s", path, got)
-	}
-}
 
 // checkTS fails t unless decls is TypeScript that esbuild parses.
 func checkTS(t testing.TB, decls string) {
@@ -75,7 +53,7 @@ func TestDeclarationsGolden(t *testing.T) {
 	}
 	got := Declarations(tools)
 	checkTS(t, got)
-	golden(t, "crafted.d.ts", got)
+	testenv.Golden(t, "crafted.d.ts", got)
 
 	// The order the servers list their tools in changes nothing.
 	for i, j := 0, len(tools)-1; i < j; i, j = i+1, j-1 {
@@ -95,7 +73,7 @@ func TestDeclarationsOfServer(t *testing.T) {
 	}
 	got := Declarations(tools)
 	checkTS(t, got)
-	golden(t, "goserver.d.ts", got)
+	testenv.Golden(t, "goserver.d.ts", got)
 }
 
 func TestServerNameOK(t *testing.T) {
