@@ -68,32 +68,9 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		servers = plural(n, "MCP server")
 	}
 	fmt.Fprintf(env.Stderr, "crucible serve: %s; serving %s\n", src, servers)
-	if err := sandbox.CheckConfig(cfg); err != nil {
-		return fail("%v", err)
-	}
-	clients, err := auth.LoadClients(cfg)
+	p, err := prepareServe(cfg, *httpAddr, env)
 	if err != nil {
 		return fail("%v", err)
-	}
-	var tokens *auth.Tokens
-	if *httpAddr != "" {
-		anon, err := anonymousTokens(cfg, *httpAddr, env)
-		if err != nil {
-			return fail("%v", err)
-		}
-		tokens = auth.New(anon, clients)
-		if name := tokens.Shared(); name != "" {
-			return fail("an anonymous token (CRUCIBLE_TOKEN, serve.token or serve.tokens) is clients.%s's token too: which would it be? Give each its own", name)
-		}
-	}
-	var replicaKey []byte
-	if cfg.Serve.Replicas.Enabled() {
-		if *httpAddr == "" {
-			return fail("serve.replicas: the replicas serve each other's clients over HTTP: add --http ADDR")
-		}
-		if replicaKey, err = sandbox.ReadSource(cfg.Serve.Replicas.Key.From); err != nil {
-			return fail("serve.replicas.key: %v", err)
-		}
 	}
 	warn(cfg, env)
 
@@ -121,7 +98,7 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		return fail("%v", err)
 	}
 	defer tools.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, ReplicaKey: replicaKey})
+	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, ReplicaKey: p.replicaKey})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -137,32 +114,78 @@ func runServe(ctx context.Context, args []string, env Env) int {
 	defer signal.Stop(sigpipe)
 
 	if *httpAddr == "" {
-		if *metricsAddr != "" {
-			var anon []string
-			if !cfg.Serve.OpsPublic {
-				// /readyz and /metrics want a token, as over HTTP.
-				if anon, err = anonymousTokens(cfg, *metricsAddr, env); err != nil {
-					return fail("--metrics: %v (or let anyone read them: serve.ops_public: true)", err)
-				}
-			}
-			stop, err := listen(ctx, *metricsAddr, srv.OpsHandler(auth.New(anon, clients)), env)
-			if err != nil {
-				return fail("--metrics: %v", err)
-			}
-			defer stop()
-		}
-		if err := srv.ServeStdio(ctx, env.Stdin, env.Stdout); err != nil && !errors.Is(err, context.Canceled) {
-			return fail("%v", err)
-		}
-		return ExitOK
+		return serveStdio(ctx, srv, cfg, p.clients, *metricsAddr, env, fail)
 	}
-	stop, err := listen(ctx, *httpAddr, srv.Handler(tokens), env)
+	stop, err := listen(ctx, *httpAddr, srv.Handler(p.tokens), env)
 	if err != nil {
 		return fail("--http: %v", err)
 	}
 	defer stop()
 	<-ctx.Done()
 	drain(srv, time.Duration(cfg.Serve.DrainTimeout), env)
+	return ExitOK
+}
+
+// served is what serve checks and reads of cfg before it builds anything.
+type served struct {
+	clients    map[string]string // the clients' tokens, by name
+	tokens     *auth.Tokens      // over HTTP: the anonymous tokens and the clients'
+	replicaKey []byte
+}
+
+// prepareServe checks cfg for serve, over HTTP at httpAddr ("" for
+// stdio), and reads its clients, tokens and replica key.
+func prepareServe(cfg *config.Config, httpAddr string, env Env) (*served, error) {
+	if err := sandbox.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	clients, err := auth.LoadClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &served{clients: clients}
+	if httpAddr != "" {
+		anon, err := anonymousTokens(cfg, httpAddr, env)
+		if err != nil {
+			return nil, err
+		}
+		p.tokens = auth.New(anon, clients)
+		if name := p.tokens.Shared(); name != "" {
+			return nil, fmt.Errorf("an anonymous token (CRUCIBLE_TOKEN, serve.token or serve.tokens) is clients.%s's token too: which would it be? Give each its own", name)
+		}
+	}
+	if cfg.Serve.Replicas.Enabled() {
+		if httpAddr == "" {
+			return nil, errors.New("serve.replicas: the replicas serve each other's clients over HTTP: add --http ADDR")
+		}
+		if p.replicaKey, err = sandbox.ReadSource(cfg.Serve.Replicas.Key.From); err != nil {
+			return nil, fmt.Errorf("serve.replicas.key: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// serveStdio serves srv over stdio, and its /healthz, /readyz and
+// /metrics at metricsAddr if given, until stdin ends or ctx does.
+func serveStdio(ctx context.Context, srv *mcpserver.Server, cfg *config.Config, clients map[string]string, metricsAddr string, env Env, fail func(string, ...any) int) int {
+	if metricsAddr != "" {
+		var anon []string
+		if !cfg.Serve.OpsPublic {
+			// /readyz and /metrics want a token, as over HTTP.
+			var err error
+			if anon, err = anonymousTokens(cfg, metricsAddr, env); err != nil {
+				return fail("--metrics: %v (or let anyone read them: serve.ops_public: true)", err)
+			}
+		}
+		stop, err := listen(ctx, metricsAddr, srv.OpsHandler(auth.New(anon, clients)), env)
+		if err != nil {
+			return fail("--metrics: %v", err)
+		}
+		defer stop()
+	}
+	if err := srv.ServeStdio(ctx, env.Stdin, env.Stdout); err != nil && !errors.Is(err, context.Canceled) {
+		return fail("%v", err)
+	}
 	return ExitOK
 }
 
