@@ -116,19 +116,9 @@ func New(o Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	sv := &o.Config.Serve
-	var replicas *replica.Replicas
-	if sv.Replicas.Enabled() {
-		name := sv.Replicas.Name
-		if name == "" {
-			name, _ = os.Hostname()
-			if !replica.ValidName(name) {
-				return nil, fmt.Errorf("serve.replicas.name: the host's name %q is no DNS name: set this one", name)
-			}
-		}
-		var err error
-		if replicas, err = replica.New(name, sv.Replicas.Peer, o.ReplicaKey); err != nil {
-			return nil, fmt.Errorf("serve.replicas: %w", err)
-		}
+	replicas, err := newReplicas(sv, o.ReplicaKey)
+	if err != nil {
+		return nil, err
 	}
 	mint := func(kind string) string {
 		if replicas != nil {
@@ -167,50 +157,83 @@ func New(o Options) (*Server, error) {
 	if replicas != nil {
 		s.stats.counter("crucible_replica_forwards_total", "Requests forwarded to the replica that owns their session, workspace or paused execution.", func() float64 { return float64(s.forwards.Load()) })
 	}
+	if err := s.buildViews(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if sv.Pool > 0 {
+		s.poolMetrics()
+	}
+	s.wg.Add(1)
+	go s.sweep()
+	return s, nil
+}
+
+// newReplicas is serve.replicas' replicas, nil when it has none.
+func newReplicas(sv *config.Serve, key []byte) (*replica.Replicas, error) {
+	if !sv.Replicas.Enabled() {
+		return nil, nil
+	}
+	name := sv.Replicas.Name
+	if name == "" {
+		name, _ = os.Hostname()
+		if !replica.ValidName(name) {
+			return nil, fmt.Errorf("serve.replicas.name: the host's name %q is no DNS name: set this one", name)
+		}
+	}
+	replicas, err := replica.New(name, sv.Replicas.Peer, key)
+	if err != nil {
+		return nil, fmt.Errorf("serve.replicas: %w", err)
+	}
+	return replicas, nil
+}
+
+// buildViews makes the whole configuration's view and each profile's,
+// with their pools and MCP servers.
+func (s *Server) buildViews() error {
+	o := s.o
 	s.views = map[string]*view{"": {cfg: o.Config, tools: o.Tools, secrets: o.Secrets}}
 	for _, name := range o.Config.ProfileNames() {
 		v, err := s.profileView(name)
 		if err != nil {
-			_ = s.Close()
-			return nil, err
+			return err
 		}
 		s.views[name] = v
 	}
 	for _, v := range s.views {
 		if err := s.build(v); err != nil {
-			_ = s.Close()
-			return nil, err
+			return err
 		}
 	}
-	if sv.Pool > 0 {
-		poolCount := func(f func(sandbox.PoolStats) int64) func() float64 {
-			return func() float64 {
-				var n int64
-				for _, p := range s.allPools() {
-					n += f(p.Stats())
-				}
-				return float64(n)
-			}
-		}
-		s.stats.gauge("crucible_pool_ready", "Warm jails waiting for work.", poolCount(func(st sandbox.PoolStats) int64 { return int64(st.Ready) }))
-		s.stats.counter("crucible_pool_warm_total", "Executions that found a warm jail ready.", poolCount(func(st sandbox.PoolStats) int64 { return st.Warm }))
-		s.stats.counter("crucible_pool_cold_total", "Executions that waited for their jail to be built, or to finish starting.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
-		s.stats.counterBy("crucible_pool_misses_total", "Executions that found no warm jail of their language ready, by language.", "language", func() map[string]float64 {
-			m := map[string]float64{}
+	return nil
+}
+
+// poolMetrics are the warm pools' gauges and counters, over every view.
+func (s *Server) poolMetrics() {
+	poolCount := func(f func(sandbox.PoolStats) int64) func() float64 {
+		return func() float64 {
+			var n int64
 			for _, p := range s.allPools() {
-				for _, l := range p.Languages() {
-					m[l] += 0 // every language, before its first miss
-				}
-				for l, n := range p.Stats().Misses {
-					m[l] += float64(n)
-				}
+				n += f(p.Stats())
 			}
-			return m
-		})
+			return float64(n)
+		}
 	}
-	s.wg.Add(1)
-	go s.sweep()
-	return s, nil
+	s.stats.gauge("crucible_pool_ready", "Warm jails waiting for work.", poolCount(func(st sandbox.PoolStats) int64 { return int64(st.Ready) }))
+	s.stats.counter("crucible_pool_warm_total", "Executions that found a warm jail ready.", poolCount(func(st sandbox.PoolStats) int64 { return st.Warm }))
+	s.stats.counter("crucible_pool_cold_total", "Executions that waited for their jail to be built, or to finish starting.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
+	s.stats.counterBy("crucible_pool_misses_total", "Executions that found no warm jail of their language ready, by language.", "language", func() map[string]float64 {
+		m := map[string]float64{}
+		for _, p := range s.allPools() {
+			for _, l := range p.Languages() {
+				m[l] += 0 // every language, before its first miss
+			}
+			for l, n := range p.Stats().Misses {
+				m[l] += float64(n)
+			}
+		}
+		return m
+	})
 }
 
 // Drain stops taking executions (a new one is refused, and /readyz says
