@@ -2,11 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -112,15 +112,21 @@ func (s *Server) requireBearer(known *auth.Tokens) func(http.Handler) http.Handl
 		if id, ok := known.Client(token); ok {
 			return &sdkauth.TokenInfo{UserID: id}, nil
 		}
-		if s.oauth != nil {
-			return s.oauth.verify(ctx, token)
+		if s.oauth == nil {
+			return nil, sdkauth.ErrInvalidToken
 		}
-		return nil, sdkauth.ErrInvalidToken
+		id, exp, err := s.oauth.Verify(ctx, token)
+		if errors.Is(err, auth.ErrInvalidToken) {
+			return nil, err // the SDK's 401
+		}
+		// A holder who may not go on is answered after the SDK's check of
+		// the expiry: forbidden's 403.
+		return &sdkauth.TokenInfo{UserID: id, Expiration: exp, Extra: map[string]any{"forbidden": err}}, nil
 	}
-	require := sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: oauthSkew})
+	require := sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: auth.Skew})
 	return func(next http.Handler) http.Handler {
 		authed := require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if why, code := s.forbidden(sdkauth.TokenInfoFromContext(r.Context())); why != "" {
+			if why, code := forbidden(sdkauth.TokenInfoFromContext(r.Context())); why != "" {
 				w.Header().Set("WWW-Authenticate", s.challenge(r, code))
 				http.Error(w, "Forbidden: "+why, http.StatusForbidden)
 				return
@@ -141,17 +147,16 @@ func (s *Server) requireBearer(known *auth.Tokens) func(http.Handler) http.Handl
 // forbidden says why a holder of a valid access token may not go on, and
 // the challenge's error code, or "": a token that lacks serve.oauth's
 // scopes (insufficient_scope), or whose claims are no client's.
-func (s *Server) forbidden(ti *sdkauth.TokenInfo) (why, code string) {
-	if ti == nil || ti.Extra["oauth"] != true {
+func forbidden(ti *sdkauth.TokenInfo) (why, code string) {
+	if ti == nil {
 		return "", ""
 	}
-	for _, sc := range s.cfg.Serve.OAuth.Scopes {
-		if !slices.Contains(ti.Scopes, sc) {
-			return "the token lacks the scope " + sc, "insufficient_scope"
-		}
-	}
-	if ti.Extra["not_client"] == true {
-		return errNotClient.Error(), ""
+	err, _ := ti.Extra["forbidden"].(error)
+	switch {
+	case errors.Is(err, auth.ErrInsufficientScope):
+		return err.Error(), "insufficient_scope"
+	case err != nil:
+		return err.Error(), ""
 	}
 	return "", ""
 }

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -13,7 +12,9 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/mcpserver/auth"
+	"github.com/cruciblehq/crucible/mcpserver/auth/authtest"
 )
 
 // Attacks on the issuer's keys: a client that hangs up while they are
@@ -23,68 +24,48 @@ import (
 // clock is a verifier's time, moved only by the test.
 type clock struct {
 	mu sync.Mutex
-	t  time.Time
+	t  time.Time     // from the verifier's first reading of it
+	d  time.Duration // advanced
 }
 
 func (c *clock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.t
+	if c.t.IsZero() {
+		c.t = time.Now()
+	}
+	return c.t.Add(c.d)
 }
 
 func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
-	c.t = c.t.Add(d)
+	c.d += d
 	c.mu.Unlock()
 }
 
-// fakeClock sets s's verifier on a clock of the test's, from now: taken
-// under the verifier's lock, it is not before any time the verifier read.
+// fakeClock sets s's verifier on a clock of the test's, from now: first
+// read under the verifier's lock, it is not before any time the verifier
+// read.
 func fakeClock(s *Server) *clock {
-	s.oauth.mu.Lock()
-	defer s.oauth.mu.Unlock()
-	c := &clock{t: time.Now()}
-	s.oauth.now = c.now
+	c := &clock{}
+	s.oauth.SetClock(c.now)
 	return c
-}
-
-// unknownKid is a token of a kid no issuer has, the i-th.
-func unknownKid(i int) string {
-	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"RS256","kid":"k-`+strings.Repeat("x", i)+`"}`)) + "." + enc([]byte(`{"sub":"m"}`)) + "." + enc([]byte("sig"))
-}
-
-// servedNow is how many times the issuer was asked for its keys.
-func (is *issuer) servedNow() int {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	return is.served
-}
-
-// waitHit waits for a JWKS request to come to the issuer.
-func (is *issuer) waitHit(t *testing.T) {
-	t.Helper()
-	select {
-	case <-is.hits:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the issuer was not asked for its keys")
-	}
 }
 
 // keysTest is a Server that takes is's tokens, on a clock of the test's,
 // its log kept; entered and left have a value as a request marked
 // X-Hangup comes to its handler and as the handler is done with it.
 type keysTest struct {
-	is             *issuer
+	is             *authtest.Issuer
 	url, aud       string
 	s              *Server
 	clock          *clock
-	log            syncBuffer
+	log            testenv.Buffer
 	entered, left  chan struct{}
 	now, hourLater time.Time
 }
 
-func newKeysTest(t *testing.T, is *issuer) *keysTest {
+func newKeysTest(t *testing.T, is *authtest.Issuer) *keysTest {
 	t.Helper()
 	k := &keysTest{is: is, entered: make(chan struct{}, 16), left: make(chan struct{}, 16), now: time.Now()}
 	k.hourLater = k.now.Add(time.Hour)
@@ -113,7 +94,7 @@ func newKeysTest(t *testing.T, is *issuer) *keysTest {
 
 // valid is a valid token of the issuer's current key.
 func (k *keysTest) valid() string {
-	return k.is.token(k.aud, "alice", "crucible", k.now, k.hourLater)
+	return k.is.Token(k.aud, "alice", "crucible", k.now, k.hourLater)
 }
 
 // hangUp sends token as a client that hangs up once its request is at the
@@ -134,37 +115,22 @@ func (k *keysTest) hangUp(t *testing.T, token string) {
 		}
 	}()
 	<-k.entered
-	k.is.waitHit(t)
+	k.is.WaitHit(t)
 	cancel()
 	<-sent
 	<-k.left
 }
 
-// holdKeys makes the issuer's JWKS requests wait; the function returned
-// lets them go.
-func (is *issuer) holdKeys() (release func()) {
-	hold := make(chan struct{})
-	is.mu.Lock()
-	is.hold = hold
-	is.mu.Unlock()
-	return func() {
-		is.mu.Lock()
-		is.hold = nil
-		is.mu.Unlock()
-		close(hold)
-	}
-}
-
 // The keys are fetched at start, before any token: the first token does
 // not wait on the issuer, nor ask it again.
 func TestOAuthKeysAtStart(t *testing.T) {
-	is := newIssuer(t)
+	is := authtest.NewIssuer(t)
 	k := newKeysTest(t, is)
-	is.waitHit(t)
+	is.WaitHit(t)
 	if status, chal := initialize(t, k.url, k.valid()); status != 200 {
 		t.Errorf("the first token: %d %q", status, chal)
 	}
-	if n := is.servedNow(); n != 1 {
+	if n := is.Served(); n != 1 {
 		t.Errorf("the issuer was asked for its keys %d times, want 1 (at start)", n)
 	}
 }
@@ -174,15 +140,15 @@ func TestOAuthKeysAtStart(t *testing.T) {
 // it goes on, and the next valid token gets in at once, with no second
 // fetch and no back-off.
 func TestOAuthKeysClientHangsUp(t *testing.T) {
-	is := newIssuer(t)
-	release := is.holdKeys()
+	is := authtest.NewIssuer(t)
+	release := is.HoldKeys()
 	k := newKeysTest(t, is)
 	k.hangUp(t, k.valid())
 	release()
 	if status, chal := initialize(t, k.url, k.valid()); status != 200 {
 		t.Errorf("a valid token after a client hung up during the first fetch: %d %q", status, chal)
 	}
-	if n := is.servedNow(); n != 1 {
+	if n := is.Served(); n != 1 {
 		t.Errorf("the issuer was asked for its keys %d times, want 1", n)
 	}
 	if l := k.log.String(); strings.Contains(l, "could not be fetched") {
@@ -196,39 +162,39 @@ func TestOAuthKeysClientHangsUp(t *testing.T) {
 // once keysMinGap has passed: the fetch a hung-up client caused is not
 // lost.
 func TestOAuthKeysUnknownKids(t *testing.T) {
-	is := newIssuer(t)
+	is := authtest.NewIssuer(t)
 	k := newKeysTest(t, is)
 	if status, chal := initialize(t, k.url, k.valid()); status != 200 {
 		t.Fatalf("a valid token: %d %q", status, chal)
 	}
-	is.waitHit(t) // the first fetch's
+	is.WaitHit(t) // the first fetch's
 	flood := func() {
 		t.Helper()
 		for i := range 20 {
-			if status, _ := initialize(t, k.url, unknownKid(i)); status != 401 {
+			if status, _ := initialize(t, k.url, authtest.UnknownKid(i)); status != 401 {
 				t.Errorf("a token of an unknown kid: %d", status)
 			}
 		}
 	}
 	flood()
-	if n := is.servedNow(); n != 1 {
+	if n := is.Served(); n != 1 {
 		t.Errorf("a flood within keysMinGap of the first fetch: the issuer was asked %d times, want 1", n)
 	}
 
-	is.rotate("k2")
+	is.Rotate("k2")
 	rotated := k.valid()
 	if status, _ := initialize(t, k.url, rotated); status != 401 {
 		t.Errorf("a rotated key within keysMinGap of the last fetch: %d, want 401 (not fetched yet)", status)
 	}
-	k.clock.advance(keysMinGap)
-	release := is.holdKeys()
-	k.hangUp(t, unknownKid(99)) // the flood's next token, its client gone before the keys come
+	k.clock.advance(auth.KeysMinGap)
+	release := is.HoldKeys()
+	k.hangUp(t, authtest.UnknownKid(99)) // the flood's next token, its client gone before the keys come
 	release()
 	if status, chal := initialize(t, k.url, rotated); status != 200 {
 		t.Errorf("a rotated key once keysMinGap has passed: %d %q", status, chal)
 	}
 	flood()
-	if n := is.servedNow(); n != 2 {
+	if n := is.Served(); n != 2 {
 		t.Errorf("the issuer was asked for its keys %d times, want 2", n)
 	}
 }
@@ -243,23 +209,21 @@ func TestOAuthKeysRedirect(t *testing.T) {
 		{"jwks", "/jwks"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			is, evil := newIssuer(t), newIssuer(t)
+			is, evil := authtest.NewIssuer(t), authtest.NewIssuer(t)
 			// The attacker's metadata names the issuer, and its own keys.
 			meta := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_ = json.NewEncoder(w).Encode(map[string]any{"issuer": is.URL, "jwks_uri": evil.URL + "/jwks"})
 			}))
 			t.Cleanup(meta.Close)
 			to := map[string]string{"/.well-known/oauth-authorization-server": meta.URL, "/jwks": evil.URL + "/jwks"}[c.path]
-			is.mu.Lock()
-			is.redirect = map[string]string{c.path: to}
-			is.mu.Unlock()
+			is.Redirect(c.path, to)
 
 			k := newKeysTest(t, is)
-			forged := (&issuer{Server: is.Server, t: t, keys: evil.keys}).token(k.aud, "mallory", "crucible", k.now, k.hourLater)
+			forged := evil.TokenAs(is.URL, k.aud, "mallory", "crucible", k.now, k.hourLater)
 			if status, chal := initialize(t, k.url, forged); status != 401 || !strings.Contains(chal, `error="invalid_token"`) {
 				t.Errorf("a token signed with the keys a redirect leads to: %d %q, want 401 invalid_token", status, chal)
 			}
-			if n := evil.servedNow(); n != 0 {
+			if n := evil.Served(); n != 0 {
 				t.Errorf("the attacker's keys were fetched %d times", n)
 			}
 			if l := k.log.String(); !strings.Contains(l, "redirects are refused") {

@@ -10,6 +10,7 @@ import (
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/mcpserver/auth"
+	"github.com/cruciblehq/crucible/mcpserver/auth/authtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestAttackProfileInRules(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	const roToken, devToken = "ro-token-0123456789abcdef", "dev-token-0123456789abcdef"
-	is := newIssuer(t)
+	is := authtest.NewIssuer(t)
 	mux := http.NewServeMux()
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
@@ -41,7 +42,7 @@ func TestAttackProfileInRules(t *testing.T) {
 	})
 	mux.Handle("/", s.Handler(auth.New(nil, map[string]string{"ro": roToken, "dev": devToken})))
 	now := time.Now()
-	alice := is.token(hs.URL+"/mcp", "alice@example.com", "crucible", now, now.Add(time.Hour))
+	alice := is.Token(hs.URL+"/mcp", "alice@example.com", "crucible", now, now.Add(time.Hour))
 
 	code := `try { return await tools.ev.echo({ message: "x" }) } catch (e) { return "refused: " + e.message }`
 	for _, c := range []struct {

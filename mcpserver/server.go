@@ -29,6 +29,7 @@ import (
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/randomid"
+	"github.com/cruciblehq/crucible/mcpserver/auth"
 	"github.com/cruciblehq/crucible/replica"
 	"github.com/cruciblehq/crucible/sandbox"
 )
@@ -71,7 +72,7 @@ type Server struct {
 	// profile).
 	views map[string]*view
 
-	oauth    *oauthVerifier    // serve.oauth's tokens; nil without
+	oauth    *auth.Verifier    // serve.oauth's tokens; nil without
 	replicas *replica.Replicas // serve.replicas; nil without
 	// mint makes a new id of a kind ("ws_", "se_", "st_"): with replicas,
 	// one that names this replica.
@@ -152,7 +153,7 @@ func New(o Options) (*Server, error) {
 	s.stats.gauge("crucible_executions_running", "Executions running now.", func() float64 { return float64(s.gate.running()) })
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
 	if o.Config.Serve.OAuth.Enabled() {
-		s.oauth = newOAuthVerifier(ctx, o.Config, log)
+		s.oauth = auth.NewVerifier(ctx, o.Config, log)
 	}
 	if replicas != nil {
 		s.stats.counter("crucible_replica_forwards_total", "Requests forwarded to the replica that owns their session, workspace or paused execution.", func() float64 { return float64(s.forwards.Load()) })

@@ -1,9 +1,11 @@
 // Package auth says who presents a bearer token to crucible serve's HTTP
 // faces: a named client (clients.NAME.token), or an anonymous one
-// (CRUCIBLE_TOKEN, serve.token, serve.tokens). It reads the tokens from
-// the configuration and the environment once, at start, and keeps only
-// their digests. The access tokens of serve.oauth's issuer are not its
-// own: the server checks them with the issuer's keys.
+// (CRUCIBLE_TOKEN, serve.token, serve.tokens), whose tokens it reads from
+// the configuration and the environment once, at start, keeping only
+// their digests (Tokens); or, with serve.oauth, the holder of an access
+// token of its issuer, checked with the issuer's keys (Verifier). The
+// HTTP answers (401, 403, their challenges, the resource's metadata) are
+// the server's, not its.
 package auth
 
 import (
