@@ -706,6 +706,18 @@ func (s *stdioServer) send(t *testing.T, msgs ...string) {
 	}
 }
 
+// close ends the session and waits for serve to exit, failing t after a
+// minute.
+func (s *stdioServer) close(t *testing.T) {
+	t.Helper()
+	_ = s.stdin.Close()
+	select {
+	case <-s.exited:
+	case <-time.After(time.Minute):
+		t.Fatal("serve still runs a minute after its stdin ended")
+	}
+}
+
 // await returns the first line that holds want, failing t after a minute.
 func (s *stdioServer) await(t *testing.T, want string) string {
 	t.Helper()
@@ -759,12 +771,7 @@ func TestServeKilledWorkspacesReclaimed(t *testing.T) {
 	if _, err := os.Stat(oldInstance); !os.IsNotExist(err) {
 		t.Errorf("the killed serve's instance is still there: %v", err)
 	}
-	_ = second.stdin.Close() // ends the session: serve exits, its workspaces with it
-	select {
-	case <-second.exited:
-	case <-time.After(time.Minute):
-		t.Fatal("serve still runs a minute after its stdin ended")
-	}
+	second.close(t) // serve exits, its workspaces with it
 	if m := mountsUnder(t, root); len(m) != 0 {
 		t.Errorf("mounts left under the root: %q", m)
 	}

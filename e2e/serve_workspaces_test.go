@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
@@ -37,12 +36,7 @@ func TestAttackServePlantedWorkspacesRoot(t *testing.T) {
 	if len(mountsUnder(t, root)) == 0 {
 		t.Errorf("the session's workspace is not mounted under serve's own root %s", root)
 	}
-	_ = s.stdin.Close() // ends the session: serve exits, its workspaces with it
-	select {
-	case <-s.exited:
-	case <-time.After(time.Minute):
-		t.Fatal("serve still runs a minute after its stdin ended")
-	}
+	s.close(t) // serve exits, its workspaces with it
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Errorf("serve's own root outlives it: %v", err)
 	}

@@ -33,11 +33,7 @@ func everythingConfig(t *testing.T, extra string) (cfg, dir string) {
 // the node_modules folder nm.
 func everythingConfigIn(t *testing.T, nm, extra string) (cfg, dir string) {
 	t.Helper()
-	node := testenv.NeedTool(t, "node")
-	main := filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(main); err != nil {
-		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
-	}
+	node, main := testenv.NeedEverything(t, nm)
 	dir = testenv.PublicDir(t)
 	yaml := "servers:\n  ev:\n    command: " + node + "\n    args: [" + main + "]\n" +
 		"    env: {API_TOKEN: " + toolCanary + "}\n" +
@@ -537,8 +533,7 @@ export default { slow, echo: await tools.ev.echo({ message: "after" }) };
 // are refused as limits, from the code.
 func TestToolsGroupsAndSizes(t *testing.T) {
 	requireRoot(t)
-	node := testenv.NeedTool(t, "node")
-	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	node, main := testenv.NeedEverything(t, "../node_modules")
 	cfg, _ := everythingConfig(t, "    group: mail\n  paste:\n    command: "+node+"\n    args: ["+main+"]\n    group: public\n"+
 		"tools: {max_arg_size: 1KiB, max_result_size: 1KiB}\n")
 	r := runJSON(t, `

@@ -300,62 +300,59 @@ func TestAnswer(t *testing.T) {
 		echo   bool            // the question is echoed
 		event  *Event          // the one event reported, or nil for none
 	}
+	// allowed is an answer of type typ, with name's allowed event;
+	// nxdomain is NXDOMAIN, with name's refusal for reason; nodata is
+	// success with no answer and no event.
+	allowed := func(typ dnsmessage.Type, name string) want {
+		return want{rcode: dnsmessage.RCodeSuccess, answer: typ, echo: true, event: &Event{Kind: KindDNS, Allowed: true, Name: name}}
+	}
+	nxdomain := func(name, reason string) want {
+		return want{rcode: dnsmessage.RCodeNameError, echo: true, event: &Event{Kind: KindDNS, Name: name, Reason: reason}}
+	}
+	nodata := want{rcode: dnsmessage.RCodeSuccess, echo: true}
 	for _, tc := range []struct {
 		name string
 		q    msg
 		want want
 	}{
 		{"allowed A", msg{name: "api.example.com.", typ: dnsmessage.TypeA},
-			want{rcode: dnsmessage.RCodeSuccess, answer: dnsmessage.TypeA, echo: true,
-				event: &Event{Kind: KindDNS, Allowed: true, Name: "api.example.com"}}},
+			allowed(dnsmessage.TypeA, "api.example.com")},
 		{"allowed AAAA", msg{name: "api.example.com.", typ: dnsmessage.TypeAAAA},
-			want{rcode: dnsmessage.RCodeSuccess, answer: dnsmessage.TypeAAAA, echo: true,
-				event: &Event{Kind: KindDNS, Allowed: true, Name: "api.example.com"}}},
+			allowed(dnsmessage.TypeAAAA, "api.example.com")},
 		{"allowed mixed case", msg{name: "API.Example.COM.", typ: dnsmessage.TypeA},
-			want{rcode: dnsmessage.RCodeSuccess, answer: dnsmessage.TypeA, echo: true,
-				event: &Event{Kind: KindDNS, Allowed: true, Name: "api.example.com"}}},
+			allowed(dnsmessage.TypeA, "api.example.com")},
 		{"wildcard", msg{name: "x.y.example.org.", typ: dnsmessage.TypeA},
-			want{rcode: dnsmessage.RCodeSuccess, answer: dnsmessage.TypeA, echo: true,
-				event: &Event{Kind: KindDNS, Allowed: true, Name: "x.y.example.org"}}},
+			allowed(dnsmessage.TypeA, "x.y.example.org")},
 		{"wildcard apex denied", msg{name: "example.org.", typ: dnsmessage.TypeA},
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: "example.org", Reason: "example.org is not in the allowlist"}}},
+			nxdomain("example.org", "example.org is not in the allowlist")},
 		{"denied", msg{name: "evil.example.net.", typ: dnsmessage.TypeA},
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: "evil.example.net", Reason: "evil.example.net is not in the allowlist"}}},
+			nxdomain("evil.example.net", "evil.example.net is not in the allowlist")},
 		{"denied AAAA", msg{name: "Evil.Example.NET.", typ: dnsmessage.TypeAAAA},
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: "evil.example.net", Reason: "evil.example.net is not in the allowlist"}}},
+			nxdomain("evil.example.net", "evil.example.net is not in the allowlist")},
 		{"denied TXT", msg{name: "evil.example.net.", typ: dnsmessage.TypeTXT},
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: "evil.example.net", Reason: "evil.example.net is not in the allowlist"}}},
+			nxdomain("evil.example.net", "evil.example.net is not in the allowlist")},
 		{"denied subdomain of exact rule", msg{name: "x.api.example.com.", typ: dnsmessage.TypeA},
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: "x.api.example.com", Reason: "x.api.example.com is not in the allowlist"}}},
+			nxdomain("x.api.example.com", "x.api.example.com is not in the allowlist")},
 		{"root", msg{name: ".", typ: dnsmessage.TypeNS},
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: ".", Reason: `"" is not a valid host name`}}},
+			nxdomain(".", `"" is not a valid host name`)},
 		{"reverse lookup", msg{name: "1.0.18.198.in-addr.arpa.", typ: dnsmessage.TypePTR},
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: "1.0.18.198.in-addr.arpa", Reason: "1.0.18.198.in-addr.arpa is not in the allowlist"}}},
+			nxdomain("1.0.18.198.in-addr.arpa", "1.0.18.198.in-addr.arpa is not in the allowlist")},
 		{"non-printable name", msg{name: "a\x00b\n.example.net.", typ: dnsmessage.TypeA},
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: `"a\x00b\n.example.net"`, Reason: `"a\x00b\n.example.net" is not a valid host name`}}},
+			nxdomain(`"a\x00b\n.example.net"`, `"a\x00b\n.example.net" is not a valid host name`)},
 		{"non-ASCII name not folded", msg{name: "\u212Aernel.example.org.", typ: dnsmessage.TypeA}, // KELVIN SIGN
-			want{rcode: dnsmessage.RCodeNameError, echo: true,
-				event: &Event{Kind: KindDNS, Name: `"\u212aernel.example.org"`, Reason: `"\u212aernel.example.org" is not a valid host name`}}},
+			nxdomain(`"\u212aernel.example.org"`, `"\u212aernel.example.org" is not a valid host name`)},
 		{"MX is NODATA", msg{name: "api.example.com.", typ: dnsmessage.TypeMX},
-			want{rcode: dnsmessage.RCodeSuccess, echo: true}},
+			nodata},
 		{"TXT is NODATA", msg{name: "api.example.com.", typ: dnsmessage.TypeTXT},
-			want{rcode: dnsmessage.RCodeSuccess, echo: true}},
+			nodata},
 		{"HTTPS is NODATA", msg{name: "api.example.com.", typ: dnsmessage.Type(65)},
-			want{rcode: dnsmessage.RCodeSuccess, echo: true}},
+			nodata},
 		{"SVCB is NODATA", msg{name: "api.example.com.", typ: dnsmessage.Type(64)},
-			want{rcode: dnsmessage.RCodeSuccess, echo: true}},
+			nodata},
 		{"CNAME is NODATA", msg{name: "api.example.com.", typ: dnsmessage.TypeCNAME},
-			want{rcode: dnsmessage.RCodeSuccess, echo: true}},
+			nodata},
 		{"ANY is NODATA", msg{name: "api.example.com.", typ: dnsmessage.TypeALL},
-			want{rcode: dnsmessage.RCodeSuccess, echo: true}},
+			nodata},
 		{"class CH", msg{name: "version.bind.", typ: dnsmessage.TypeTXT, class: dnsmessage.ClassCHAOS},
 			want{rcode: dnsmessage.RCodeRefused, echo: true}},
 		{"class CH allowed name", msg{name: "api.example.com.", typ: dnsmessage.TypeA, class: dnsmessage.ClassCHAOS},

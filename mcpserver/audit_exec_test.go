@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
 // Every network line of the audit trail names the execution it belongs
@@ -17,7 +18,7 @@ import (
 // own, with no network rules: the jail's resolver refuses it, and the
 // refusal is the execution's.
 func TestAuditNetworkLinesNameTheirExecution(t *testing.T) {
-	var trail syncBuffer
+	var trail testenv.Buffer
 	w := audit.New(&trail)
 	s := ownServer(t, nil, Options{Audit: w})
 	cs := connect(t, s)

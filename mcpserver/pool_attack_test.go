@@ -261,7 +261,7 @@ func TestAttackCloseRacesCalls(t *testing.T) {
 // jail of its own. Language names near ts or js never reach the pool:
 // refused, or (deno) run elsewhere.
 func TestAttackPoolTwoLanguages(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.Buffer
 	w := audit.New(&buf)
 	s := ownServer(t, nil, Options{Audit: w})
 	cs := connect(t, s)

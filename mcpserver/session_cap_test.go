@@ -15,11 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
 // sessionCapServer serves a Server whose clients hold at most most
 // sessions each, logging to log.
-func sessionCapServer(t *testing.T, most int, log *syncBuffer) (*Server, string) {
+func sessionCapServer(t *testing.T, most int, log *testenv.Buffer) (*Server, string) {
 	t.Helper()
 	s := newServerWith(t, Options{Logger: slog.New(slog.NewTextHandler(log, nil))}, func(c *config.Config) {
 		c.Serve.Pool = 0
@@ -68,7 +69,7 @@ func openSessions(t *testing.T, url, token string, n int) []*mcp.ClientSession {
 // an initialize ends the client's least recently used idle session (an
 // open GET stream does not hold it), which gets 404; the others go on.
 func TestSessionCapEndsLeastRecentlyUsed(t *testing.T) {
-	var log syncBuffer
+	var log testenv.Buffer
 	s, url := sessionCapServer(t, 3, &log)
 	held := openSessions(t, url, tokenA, 3)
 	// Used in the order 1, 2, 0: 1 is the least recently used.
@@ -100,7 +101,7 @@ func TestSessionCapEndsLeastRecentlyUsed(t *testing.T) {
 // one (429), saying so; once one is answered, that one is ended for the
 // new one, and the busy one is not.
 func TestSessionCapAllBusy(t *testing.T) {
-	var log syncBuffer
+	var log testenv.Buffer
 	s, url := sessionCapServer(t, 2, &log)
 	held := openSessions(t, url, tokenA, 2)
 	release := []func() int{holdPOST(t, s, url, tokenA, held[0].ID()), holdPOST(t, s, url, tokenA, held[1].ID())}

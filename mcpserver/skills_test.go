@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,24 +20,6 @@ import (
 	"github.com/cruciblehq/crucible/toolbridge"
 )
 
-// syncBuffer is a bytes.Buffer safe for the audit writer's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func TestSkills(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	dir := t.TempDir()
@@ -49,7 +29,7 @@ func TestSkills(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("not a skill"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var trail syncBuffer
+	var trail testenv.Buffer
 	aw := audit.New(&trail)
 	cfg := config.Default()
 	cfg.Serve.Skills, cfg.Serve.SkillsWritable = dir, true

@@ -8,8 +8,6 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -33,11 +31,7 @@ func everythingServer(t *testing.T) *Server {
 // configuration.
 func everything(t *testing.T) config.Server {
 	t.Helper()
-	node := testenv.NeedTool(t, "node")
-	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(main); err != nil {
-		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
-	}
+	node, main := testenv.NeedEverything(t, "../node_modules")
 	return config.Server{Command: node, Args: []string{main}}
 }
 

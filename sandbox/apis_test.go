@@ -24,14 +24,7 @@ func TestExecutionAPIs(t *testing.T) {
 		"open":    {Hosts: []string{"open.example.com"}},
 		"secrets": {Hosts: []string{"vault.example.com"}, Secrets: []string{"TOKEN"}},
 	}
-	s, err := LoadSecrets(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s}, false)
-	if err := x.attach(cfg); err != nil {
-		t.Fatal(err)
-	}
+	x := attached(t, cfg, Options{Secrets: loadSecrets(t, cfg)})
 	if x.spec.Network == nil {
 		t.Fatal("no network: the APIs' hosts must be reachable without network.allow")
 	}
@@ -80,7 +73,7 @@ func TestExecutionAPIs(t *testing.T) {
 	if s, err := LoadSecrets(cfg); err != nil || s == nil || s.ca == nil || len(s.apis) != 1 {
 		t.Errorf("rules only: %v, %v", s, err)
 	}
-	x = newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{}, false)
+	x = newTrue(cfg, Options{})
 	if err := x.attach(cfg); err == nil || !strings.Contains(err.Error(), "API rules") {
 		t.Errorf("rules, secrets not loaded: %v", err)
 	}
@@ -89,7 +82,7 @@ func TestExecutionAPIs(t *testing.T) {
 	if s, err := LoadSecrets(cfg); s != nil || err != nil {
 		t.Errorf("no rules, no secrets: %v, %v", s, err)
 	}
-	x = newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{}, false)
+	x = newTrue(cfg, Options{})
 	if err := x.attach(cfg); err != nil || x.spec.Network == nil {
 		t.Errorf("an open API: %v, network %v", err, x.spec.Network != nil)
 	}

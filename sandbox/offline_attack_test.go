@@ -51,7 +51,7 @@ print("answers", got)
 			if tc.lang == "py" && unix.Access(cfg.Runtimes.Python, unix.X_OK) != nil {
 				testenv.Missing(t, "needs python3 at runtimes.python (apt-get install python3)")
 			}
-			var trail syncBuffer
+			var trail testenv.Buffer
 			w := audit.New(&trail)
 			res := runOneShot(t, cfg, tc.lang, tc.src, Options{Audit: w})
 			if err := w.Close(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
 // A TypeScript pool runs JavaScript programs too, as JavaScript (the
@@ -24,7 +25,7 @@ func TestPoolRunsAnotherLanguage(t *testing.T) {
 		}
 	}
 
-	var buf syncBuffer
+	var buf testenv.Buffer
 	w := audit.New(&buf)
 	p := jsPool(t, PoolOptions{Size: 1, Audit: w}, 0)
 	defer p.Close()

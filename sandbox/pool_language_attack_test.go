@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
 // Attacks on a warm jail that runs the programs of another language than
@@ -18,7 +19,7 @@ import (
 // error (no panic), before the pool hands out a jail (none is used up, none
 // is audited), and the pools still run their own programs afterwards.
 func TestAttackPoolLanguageNames(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.Buffer
 	w := audit.New(&buf)
 	ts := jsPool(t, PoolOptions{Size: 1, Audit: w}, 0)
 	defer ts.Close()

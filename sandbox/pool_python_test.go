@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,19 +114,7 @@ crucible.result = {"n": %d * 2, "fresh": fresh, "main": __name__}
 // A pooled Python program calls tools over its own channel.
 func TestPoolPythonTools(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails with cgroup limits")
-	node := testenv.NeedTool(t, "node")
-	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(main); err != nil {
-		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
-	}
-	cfg, err := config.Parse([]byte("servers:\n  ev:\n    command: "+node+"\n    args: ["+main+"]\ntools: {max_calls: 1}\n"), "c.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, err := NewTools(cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, tools := everythingTools(t)
 	t.Cleanup(tools.Close) // after the pool's
 	p := pyPool(t, cfg, PoolOptions{Size: 2, Tools: tools})
 	for i := range 2 {

@@ -205,7 +205,7 @@ func TestPoolWorkerEnv(t *testing.T) {
 // work), naming its language and source by hash, not the worker's argv,
 // and timed from its work's arrival, not from its jail's birth.
 func TestPoolAudit(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.Buffer
 	w := audit.New(&buf)
 	p := jsPool(t, PoolOptions{Size: 2, Audit: w}, 0)
 	for p.Stats().Ready < 2 { // both jails born and waiting
@@ -259,24 +259,6 @@ func TestPoolRunAfterClose(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the audit writer's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // workerProcs are the JS workers of this process's jails: children of a
 // jail's init, itself a child of this process. (Other packages' tests run
 // workers of their own at the same time.)
@@ -316,20 +298,11 @@ func cgroupsOf(pid int) []string {
 	return found
 }
 
-// A pool's executions get tools channels of their own to one bridge; the
-// channels of jails that expired unused are closed with them.
-func TestPoolTools(t *testing.T) {
-	testenv.NeedRoot(t, "builds real jails with cgroup limits")
-	node := testenv.NeedTool(t, "node")
-	main, _ := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(main); err != nil {
-		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
-	}
-	fds := func() int {
-		d, _ := os.ReadDir("/proc/self/fd")
-		return len(d)
-	}
-	before := fds()
+// everythingTools is a configuration whose one server, ev, is
+// server-everything, with one tool call per execution, and its tools.
+func everythingTools(t *testing.T) (*config.Config, *Tools) {
+	t.Helper()
+	node, main := testenv.NeedEverything(t, "../node_modules")
 	cfg, err := config.Parse([]byte("servers:\n  ev:\n    command: "+node+"\n    args: ["+main+"]\ntools: {max_calls: 1}\n"), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -338,6 +311,19 @@ func TestPoolTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, tools
+}
+
+// A pool's executions get tools channels of their own to one bridge; the
+// channels of jails that expired unused are closed with them.
+func TestPoolTools(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	fds := func() int {
+		d, _ := os.ReadDir("/proc/self/fd")
+		return len(d)
+	}
+	before := fds()
+	cfg, tools := everythingTools(t)
 	ticks := make(chan time.Time)
 	p, err := NewPool(cfg, "ts", PoolOptions{Size: 2, Idle: 200 * time.Millisecond, Tools: tools, ticks: ticks})
 	if err != nil {

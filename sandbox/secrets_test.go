@@ -101,16 +101,8 @@ func TestExecutionSecrets(t *testing.T) {
 		"TOKEN": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"api.example.com", "*.up.example.com:8443"}},
 		"OTHER": {From: "env:CRUCIBLE_TEST_OTHER", Hosts: []string{"other.example.com"}},
 	}
-	s, err := LoadSecrets(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s}, false), newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s}, false)
-	for _, x := range []*execution{a, b} {
-		if err := x.attach(cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := loadSecrets(t, cfg)
+	a, b := attached(t, cfg, Options{Secrets: s}), attached(t, cfg, Options{Secrets: s})
 	env := func(x *execution, k string) string {
 		for _, kv := range x.spec.Env {
 			if v, ok := strings.CutPrefix(kv, k+"="); ok {
@@ -155,7 +147,7 @@ func TestExecutionSecrets(t *testing.T) {
 	// Redaction: the value in any form becomes the placeholder, and an
 	// error keeps its type.
 	se := &SetupError{Layer: "mount", Msg: "no " + testValue, Detail: testValue}
-	err = a.secrets.redactErr(se)
+	err := a.secrets.redactErr(se)
 	if !errors.As(err, &se) || strings.Contains(err.Error(), testValue) || se.Detail != pa {
 		t.Errorf("redacted error %v (%+v)", err, se)
 	}
@@ -166,22 +158,54 @@ func TestExecutionSecrets(t *testing.T) {
 	}
 
 	// Secrets in the configuration, none given: refused.
-	x := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{}, false)
+	x := newTrue(cfg, Options{})
 	if err := x.attach(cfg); err == nil || !strings.Contains(err.Error(), "LoadSecrets") {
 		t.Errorf("secrets not loaded: %v", err)
 	}
 }
 
-// The streaming redactor finds a value cut across writes, and passes the
-// rest on as it was.
-func TestRedactor(t *testing.T) {
+// tokenSecrets is a configuration whose one secret, TOKEN, holds testValue
+// for api.example.com, and its secrets, loaded.
+func tokenSecrets(t *testing.T) (*config.Config, *Secrets) {
+	t.Helper()
 	t.Setenv("CRUCIBLE_TEST_OK", testValue)
 	cfg := config.Default()
 	cfg.Secrets = map[string]config.Secret{"TOKEN": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"api.example.com"}}}
+	return cfg, loadSecrets(t, cfg)
+}
+
+// loadSecrets is LoadSecrets(cfg), which must succeed.
+func loadSecrets(t *testing.T, cfg *config.Config) *Secrets {
+	t.Helper()
 	s, err := LoadSecrets(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// newTrue is an execution of `true` in cfg's sandbox, not yet attached.
+func newTrue(cfg *config.Config, opts Options) *execution {
+	return newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), opts, false)
+}
+
+// attached is newTrue's execution attached to cfg, which must succeed.
+func attached(t *testing.T, cfg *config.Config, opts Options) *execution {
+	t.Helper()
+	x := newTrue(cfg, opts)
+	if x.err != nil {
+		t.Fatal(x.err)
+	}
+	if err := x.attach(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// The streaming redactor finds a value cut across writes, and passes the
+// rest on as it was.
+func TestRedactor(t *testing.T) {
+	_, s := tokenSecrets(t)
 	e, err := s.forExecution()
 	if err != nil {
 		t.Fatal(err)
@@ -205,13 +229,7 @@ func TestRedactor(t *testing.T) {
 // refuses to run without them.
 func TestPoolSecrets(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails with cgroup limits")
-	t.Setenv("CRUCIBLE_TEST_OK", testValue)
-	cfg := config.Default()
-	cfg.Secrets = map[string]config.Secret{"TOKEN": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"api.example.com"}}}
-	s, err := LoadSecrets(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, s := tokenSecrets(t)
 	p, err := NewPool(cfg, "ts", PoolOptions{Size: 2, Secrets: s})
 	if err != nil {
 		t.Fatal(err)
@@ -243,24 +261,12 @@ func TestPoolSecrets(t *testing.T) {
 // An answer on the tools channel that holds a value (here, the error that
 // echoes a server's name) reaches the code with the placeholder instead.
 func TestToolChannelRedacted(t *testing.T) {
-	t.Setenv("CRUCIBLE_TEST_OK", testValue)
-	cfg := config.Default()
-	cfg.Secrets = map[string]config.Secret{"TOKEN": {From: "env:CRUCIBLE_TEST_OK", Hosts: []string{"api.example.com"}}}
-	s, err := LoadSecrets(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, s := tokenSecrets(t)
 	b, err := toolbridge.New(toolbridge.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s, Tools: &Tools{bridge: b, maxLine: 1 << 16, records: 8}}, false)
-	if x.err != nil {
-		t.Fatal(x.err)
-	}
-	if err := x.attach(cfg); err != nil {
-		t.Fatal(err)
-	}
+	x := attached(t, cfg, Options{Secrets: s, Tools: &Tools{bridge: b, maxLine: 1 << 16, records: 8}})
 	x.tools.serve("test", toolbridge.Caller{})
 	defer x.tools.Stop()
 	code, err := net.FileConn(x.tools.Peer())
@@ -322,14 +328,7 @@ func TestSigV4Secrets(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.Secrets = secret("env:CRUCIBLE_TEST_ID", "env:CRUCIBLE_TEST_KEY")
-	s, err := LoadSecrets(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), Options{Secrets: s}, false)
-	if err := x.attach(cfg); err != nil {
-		t.Fatal(err)
-	}
+	x := attached(t, cfg, Options{Secrets: loadSecrets(t, cfg)})
 	env := strings.Join(x.spec.Env, "\n")
 	phID, _ := x.secrets.set.Placeholder("AWS_ACCESS_KEY_ID")
 	phKey, _ := x.secrets.set.Placeholder("AWS_SECRET_ACCESS_KEY")

@@ -113,12 +113,8 @@ func toolCtx(t *testing.T) context.Context {
 // host's, not even the jail's defaults).
 func TestJailedServerEverything(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
-	node := testenv.NeedTool(t, "node")
 	nm, _ := filepath.Abs("../node_modules")
-	main := filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(main); err != nil {
-		testenv.Missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
-	}
+	node, main := testenv.NeedEverything(t, nm)
 	const hostCanary = "host-canary-31c9e2"
 	t.Setenv("CRUCIBLE_HOST_CANARY", hostCanary)
 	tools := jailedTools(t, fmt.Sprintf(`
@@ -365,7 +361,7 @@ func TestJailedServerNetwork(t *testing.T) {
 	if err := os.WriteFile(script, []byte(readServer), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var trail syncBuffer
+	var trail testenv.Buffer
 	w := audit.New(&trail)
 	tools := jailedToolsAudited(t, fmt.Sprintf(`
 servers:

@@ -96,15 +96,7 @@ crucible.result = out
 // all. Each is refused with a violation naming the rule; the server serves
 // only the allowed call.
 func TestAttackCallRules(t *testing.T) {
-	src := `import crucible, json
-out = []
-for args in [{"owner": "acme"}, {"owner": "evil"}, {"owner": json.dumps({"owner": "acme"})}, {"owner": ["acme"]}, {}, {"owner": "acme "}]:
-    try:
-        out.append(crucible.tools.call("agg", "get_issue", args))
-    except crucible.ToolError as e:
-        out.append(e.kind + ": " + str(e))
-crucible.result = out
-`
+	src := callEach("", "get_issue", `[{"owner": "acme"}, {"owner": "evil"}, {"owner": json.dumps({"owner": "acme"})}, {"owner": ["acme"]}, {}, {"owner": "acme "}]`)
 	r, served := runAgainstAggregator(t, `    rules:
       - tools: ["get_*"]
         allow_if: 'args.owner == "acme"'
@@ -138,17 +130,9 @@ crucible.result = out
 // violation before the server sees it; the server gets the allowed call
 // as the rule read it.
 func TestAttackArgumentsAsJudged(t *testing.T) {
-	src := `import crucible, json
-dumps = json.dumps
+	src := callEach(`dumps = json.dumps
 json.dumps = lambda v, **kw: dumps(v, **kw).replace('"FORGE":1', '"owner":"victim","owner":"acme"')
-out = []
-for args in [{"FORGE": 1}, {"owner": "acme", "Owner": "victim"}, {"owner": "acme", "id": 9007199254740993}, {"owner": "acme", "force": "true"}, {"owner": "acme", "id": 7}]:
-    try:
-        out.append(crucible.tools.call("agg", "transfer", args))
-    except crucible.ToolError as e:
-        out.append(e.kind + ": " + str(e))
-crucible.result = out
-`
+`, "transfer", `[{"FORGE": 1}, {"owner": "acme", "Owner": "victim"}, {"owner": "acme", "id": 9007199254740993}, {"owner": "acme", "force": "true"}, {"owner": "acme", "id": 7}]`)
 	r, served := runAgainstAggregator(t, `    rules:
       - tools: ["transfer"]
         allow_if: 'args.owner == "acme" && (!has(args.force) || args.force != true) && (!has(args.id) || args.id != 9007199254740992)'
@@ -174,6 +158,20 @@ crucible.result = out
 	if want := "call transfer {\"owner\":\"acme\",\"id\":7}\n"; served != want {
 		t.Errorf("the server served:\n%s\nwant:\n%s", served, want)
 	}
+}
+
+// callEach is a Python program that runs prelude, then calls agg's tool
+// with each of args (a Python list) in turn; its result is the list of
+// what each call returned, or of its error's kind and message.
+func callEach(prelude, tool, args string) string {
+	return "import crucible, json\n" + prelude + `out = []
+for args in ` + args + `:
+    try:
+        out.append(crucible.tools.call("agg", "` + tool + `", args))
+    except crucible.ToolError as e:
+        out.append(e.kind + ": " + str(e))
+crucible.result = out
+`
 }
 
 // runAgainstAggregator runs the Python program src in a jail whose one tool

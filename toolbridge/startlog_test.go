@@ -1,32 +1,14 @@
 package toolbridge
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/cruciblehq/crucible/internal/testenv"
 )
-
-// lockedBuffer is a log's buffer, safe for the bridge's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A server that cannot start: the operator's log says which server, which
 // command and the whole reason, host paths and all; the code gets the
@@ -40,7 +22,7 @@ func TestStartFailureLogged(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"Error: ENOENT: no such file or directory, open '"+missing+"' (key $API_KEY)\" >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	b := newBridge(t, Options{
 		Servers: map[string]Server{
 			"broken": {Command: script, Env: map[string]string{"API_KEY": canary}, Dir: dir},

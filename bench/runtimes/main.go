@@ -11,22 +11,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cruciblehq/crucible/bench/internal/hello"
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/sandbox"
 )
-
-const hello = `const greeting: string = "hello";
-console.log(greeting);
-export default { ok: true };
-`
 
 func main() {
 	crucible := flag.String("crucible", "crucible", "path of the crucible binary")
@@ -35,15 +30,11 @@ func main() {
 	warm := flag.Int("warm", 500, "executions on the warm pool")
 	flag.Parse()
 
-	dir, err := os.MkdirTemp("", "crucible-bench-")
+	file, remove, err := hello.Write()
 	if err != nil {
 		fail(err)
 	}
-	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "hello.ts")
-	if err := os.WriteFile(file, []byte(hello), 0o644); err != nil {
-		fail(err)
-	}
+	defer remove()
 	cmds := map[string][]string{
 		"crucible run hello.ts": {*crucible, "run", file},
 		"deno run hello.ts":     {*deno, "run", "--no-config", "--no-prompt", "--quiet", file},
@@ -83,7 +74,7 @@ func benchPool(n int) {
 			time.Sleep(time.Millisecond)
 		}
 		start := time.Now()
-		x, err := p.Do(context.Background(), sandbox.Job{Source: []byte(hello), File: "hello.ts"})
+		x, err := p.Do(context.Background(), sandbox.Job{Source: []byte(hello.Source), File: "hello.ts"})
 		if err != nil || x.Error != nil || x.Stdout != "hello\n" {
 			fail(fmt.Errorf("pool: %w %+v", err, x))
 		}
@@ -102,7 +93,7 @@ func benchPool(n int) {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Go(func() {
-			if x, err := p2.Do(context.Background(), sandbox.Job{Source: []byte(hello), File: "hello.ts"}); err != nil || x.Error != nil {
+			if x, err := p2.Do(context.Background(), sandbox.Job{Source: []byte(hello.Source), File: "hello.ts"}); err != nil || x.Error != nil {
 				fail(fmt.Errorf("pool: %w %+v", err, x))
 			}
 		})

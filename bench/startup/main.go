@@ -14,19 +14,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/cruciblehq/crucible/bench/internal/hello"
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 	"golang.org/x/sys/unix"
 )
-
-const hello = `const greeting: string = "hello";
-console.log(greeting);
-export default { ok: true };
-`
 
 func main() {
 	crucible := flag.String("crucible", "crucible", "path of the crucible binary")
@@ -51,15 +46,11 @@ func main() {
 	if *deno == "" {
 		return
 	}
-	dir, err := os.MkdirTemp("", "crucible-bench-")
+	file, remove, err := hello.Write()
 	if err != nil {
 		fail(err)
 	}
-	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "hello.ts")
-	if err := os.WriteFile(file, []byte(hello), 0o644); err != nil {
-		fail(err)
-	}
+	defer remove()
 	fmt.Println()
 	compare("runtimes, cold", *n, "crucible run", "deno run", map[string][]string{
 		"crucible run": {*crucible, "run", file},

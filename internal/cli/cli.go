@@ -100,6 +100,17 @@ func Run(ctx context.Context, args []string, env Env) int {
 	return ExitUsage
 }
 
+// newFlagSet is the flag set of crucible name, whose help is usage and then
+// the flags.
+func newFlagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // parseFlags parses args with fs, printing help to stdout on -h and a single
 // line on error. ok is false when the caller should return code.
 func parseFlags(fs *flag.FlagSet, args []string, env Env) (code int, ok bool) {

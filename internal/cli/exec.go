@@ -159,13 +159,9 @@ func (f *execFlags) load(fs *flag.FlagSet) (*config.Config, error) {
 }
 
 func runExec(ctx context.Context, args []string, env Env) int {
-	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fs := newFlagSet("exec", execUsage)
 	var f execFlags
 	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), execUsage)
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args, env); !ok {
 		return code
 	}

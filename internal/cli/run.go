@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,14 +25,10 @@ Flags (those of crucible exec, and --lang):
 const maxSource = 16 << 20
 
 func runRun(ctx context.Context, args []string, env Env) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := newFlagSet("run", runUsage)
 	var f execFlags
 	f.register(fs)
 	langName := fs.String("lang", "", "the program's `language`: ts, js, py or deno (default: from the file's extension, else ts)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), runUsage)
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args, env); !ok {
 		return code
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -38,14 +37,10 @@ Flags:
 `
 
 func runServe(ctx context.Context, args []string, env Env) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlagSet("serve", serveUsage)
 	cfgFile := fs.String("config", "", configFlagHelp)
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on this `ADDR` (host:port) instead of stdio")
 	metricsAddr := fs.String("metrics", "", "with stdio, serve /healthz, /readyz and /metrics on this `ADDR`")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), serveUsage)
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args, env); !ok {
 		return code
 	}

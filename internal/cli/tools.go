@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -34,15 +33,11 @@ Flags:
 `
 
 func runTools(ctx context.Context, args []string, env Env) int {
-	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	fs := newFlagSet("tools", toolsUsage)
 	file := fs.String("config", "", configFlagHelp)
 	asJSON := fs.Bool("json", false, "print the tools as one JSON array")
 	asTS := fs.Bool("ts", false, "print the TypeScript declarations of the tools")
 	asAPIs := fs.Bool("apis", false, "list the HTTP APIs of the config's apis section")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), toolsUsage)
-		fs.PrintDefaults()
-	}
 	if code, ok := parseFlags(fs, args, env); !ok {
 		return code
 	}

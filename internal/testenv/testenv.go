@@ -157,3 +157,16 @@ func RemoveCgroupTree(t testing.TB, dir string) {
 		}
 	}
 }
+
+// NeedEverything returns node and the main script of server-everything in
+// the node_modules folder nm (npm install at the repository's root makes
+// it), skipping t without either; under CI it fails instead.
+func NeedEverything(t testing.TB, nm string) (node, main string) {
+	t.Helper()
+	node = NeedTool(t, "node")
+	main, _ = filepath.Abs(filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js"))
+	if _, err := os.Stat(main); err != nil {
+		missing(t, "needs @modelcontextprotocol/server-everything (npm install at the repository's root)")
+	}
+	return node, main
+}
