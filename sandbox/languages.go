@@ -84,6 +84,11 @@ func Languages() []Language {
 	return out
 }
 
+// DetectLanguage is the language of a program: name if given (it must
+// be one of Languages), else the one file's extension says, else the
+// default.
+func DetectLanguage(name, file string) (string, error) { return lang.Detect(name, file) }
+
 // PoolLanguages name one Pool per warm worker: the first, in Languages'
 // order, of the languages that share it (SameWorker). A pool of each
 // serves every language there is a warm jail for.

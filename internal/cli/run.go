@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -52,7 +51,7 @@ func runRun(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "crucible run: %v\n", err)
 		return ExitUsage
 	}
-	l, err := lang.Detect(*langName, file)
+	l, err := sandbox.DetectLanguage(*langName, file)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "crucible run: --lang: %v\n", err)
 		return ExitUsage
