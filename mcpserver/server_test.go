@@ -229,9 +229,7 @@ func TestToolsListed(t *testing.T) {
 	if strings.Join(names, ",") != "execute,search_tools" {
 		t.Errorf("tools = %v; want execute, search_tools", names)
 	}
-	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "tools.<server>.<tool>") {
-		t.Errorf("instructions do not teach the tools API: %q", ins)
-	}
+	// The instructions' words are testdata/instructions.txtar's.
 }
 
 func TestExecute(t *testing.T) {
@@ -724,21 +722,12 @@ func TestSearchAPIs(t *testing.T) {
 			Secrets: []string{"WEATHER_KEY"}, Docs: docs}}
 	})
 	cs := connect(t, s)
-	search := func(q, detail string) string { return searchTools(t, cs, q, detail) }
-	if got := search("", ""); !strings.Contains(got, "weather: Forecasts and alerts.") {
-		t.Errorf("the empty query does not list the API:\n%s", got)
-	}
-	got := search("forecast city", "full")
-	for _, want := range []string{"getForecast", "WEATHER_KEY"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("search for a forecast lacks %q:\n%s", want, got)
-		}
-	}
+	// What the search answers is testdata/search_apis.txtar's; that
+	// the docs' path never reaches the model is asserted here, so that no
+	// -update can accept it.
+	got := searchTools(t, cs, "forecast city", "full")
 	if strings.Contains(got, docs) || strings.Contains(got, "testdata") {
 		t.Errorf("the docs' path reached the model:\n%s", got)
-	}
-	if got := search("zzzz", ""); !strings.Contains(got, "Nothing matches") {
-		t.Errorf("a search that finds nothing: %q", got)
 	}
 }
 
