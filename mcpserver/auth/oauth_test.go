@@ -25,7 +25,9 @@ func verifier(t *testing.T, is *authtest.Issuer, clients map[string]config.Clien
 	v.mu.Lock()
 	fetching := v.fetching
 	v.mu.Unlock()
-	<-fetching // the first fetch's end: the keys it got are the issuer's now
+	if fetching != nil { // nil: the first fetch has ended already
+		<-fetching // the first fetch's end: the keys it got are the issuer's now
+	}
 	return v
 }
 
