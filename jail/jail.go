@@ -9,11 +9,13 @@
 // binary's other packages initialize. It reads its settings from an
 // inherited pipe and sends its errors back to the supervisor as data.
 //
-// [Run] runs a command to its end. [Start] returns a running [Jail], whose
-// methods are its lifecycle, as os/exec's Cmd has Start and Wait (and runc
-// creates a container, then starts it): Bind attaches a late workspace,
-// Begin starts the timeout, Stdin hands over the stdin pipe, Wait returns
-// the outcome as soon as it is known, and Close waits for the teardown.
+// [Run] runs a command to its end. [Create] returns a created [Jail],
+// whose methods are its lifecycle, as runc creates a container, then
+// starts it (and os/exec's Cmd has Start and Wait): Network gives it a
+// network, Start starts its command ([Start] does both steps at once),
+// Bind attaches a late workspace, Begin starts the timeout, Stdin hands
+// over the stdin pipe, Wait returns the outcome as soon as it is known,
+// and Close waits for the teardown.
 //
 // This package knows nothing of the config file, the MCP server or the network
 // policy; the sandbox package turns the user's config into a [Spec].
@@ -130,14 +132,9 @@ type Spec struct {
 	// runtimes' workers), re-executed inside the jail with every layer on.
 	Self string
 
-	// Network, if not nil, gives the jail a network beyond lo. It is called
-	// with the jail's network namespace once that exists and before the
-	// command starts; what it returns is closed once the jail has exited.
-	// Its error refuses the execution (layer "network"). Only root can set
-	// up a jail's network: rootless, a Network is refused.
-	Network func(netns *os.File) (io.Closer, error)
-	// Nameserver is the one nameserver of the jail's /etc/resolv.conf; ""
-	// leaves a resolver that answers nothing.
+	// Nameserver is the one nameserver of the jail's /etc/resolv.conf
+	// (Jail.Network gives the jail one to reach); "" leaves a resolver
+	// that answers nothing.
 	Nameserver netip.Addr
 
 	// AllowDegraded names the layers (LayerCgroup, ...) that may be missing.

@@ -80,12 +80,17 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 	return j.Close()
 }
 
-// Jail is a running jail, as Start returns it: its methods are its
-// lifecycle. Bind (a late workspace), Begin, Stdin and Kill may be called
-// from any goroutine; Wait and Close from one. Close must be called.
+// Jail is a jail, created (Create) or running (Start): its methods are
+// its lifecycle. Network and Start are for a created jail, once each;
+// Bind (a late workspace), Begin, Stdin and Kill, for a running one, may
+// be called from any goroutine; Wait and Close from one. Close must be
+// called, started or not.
 type Jail struct {
 	x            *execution
 	ctx          context.Context
+	specW        *os.File // where Start writes spec; nil once started
+	spec         []byte   // init's spec, encoded
+	timeout      time.Duration
 	began        time.Time
 	degraded     []string // layers allowed to be missing, found so before init ran
 	reportedExit func([]byte) (int, bool)
@@ -106,10 +111,60 @@ type Jail struct {
 // may be running already. Its Timeout starts with Begin. The caller must
 // Close it. Its error is Run's, for a jail that could not be started.
 func Start(ctx context.Context, s *Spec) (*Jail, error) {
+	j, err := Create(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	j.Start()
+	return j, nil
+}
+
+// Create builds a jail for s.Args and returns it created, not started,
+// as runc creates a container: its init is in its namespaces and its
+// cgroup, with its limits, and waits for its spec; nothing of the command
+// runs before Start. In between, Network gives it a network. Its error is
+// Start's.
+func Create(ctx context.Context, s *Spec) (*Jail, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	return start(ctx, s)
+	return create(ctx, s)
+}
+
+// Network gives a created jail a network beyond lo: setup is called with
+// the jail's network namespace, and what it returns is closed once the
+// jail has exited. Its error refuses the execution (a SetupError of
+// layer "network"), and the jail must then be closed unstarted. Only
+// root can set up a jail's network: rootless, a Network is refused.
+func (j *Jail) Network(setup func(netns *os.File) (io.Closer, error)) error {
+	if j.specW == nil || j.x.net != nil {
+		return errors.New("jail: a network for a jail that has one, or has started")
+	}
+	if !jailIDs().privileged {
+		// Entering the jail's network namespace to make its tun device
+		// takes CAP_SYS_ADMIN in our namespace.
+		return &SetupError{Layer: "network", Msg: "crucible is not root of a user namespace of its own, and the network needs that",
+			Fix: ownNamespaceFix()}
+	}
+	var err error
+	j.x.net, err = startNetwork(j.x.cmd.Process.Pid, setup)
+	return err
+}
+
+// Start starts the command of a created jail: init gets its spec. A
+// second Start does nothing.
+func (j *Jail) Start() {
+	specW := j.specW
+	if specW == nil {
+		return
+	}
+	j.specW = nil
+	j.watch(j.timeout)
+	go func() {
+		// A dead child makes this fail with EPIPE; Wait reports why.
+		_, _ = specW.Write(j.spec)
+		specW.Close()
+	}()
 }
 
 // check refuses what Start cannot start.
@@ -131,9 +186,9 @@ func check(ctx context.Context, s *Spec) error {
 	return nil
 }
 
-// start is Start without the checks of its limits.
-func start(ctx context.Context, s *Spec) (j *Jail, err error) {
-	j = &Jail{x: &execution{}, ctx: ctx, began: time.Now(), reportedExit: s.ReportedExit}
+// create is Create without the checks of its limits.
+func create(ctx context.Context, s *Spec) (j *Jail, err error) {
+	j = &Jail{x: &execution{}, ctx: ctx, began: time.Now(), reportedExit: s.ReportedExit, timeout: s.Timeout}
 	x := j.x
 	if err := checkPaths(s); err != nil {
 		return nil, err
@@ -167,11 +222,10 @@ func start(ctx context.Context, s *Spec) (j *Jail, err error) {
 			}
 		}()
 	}
-	if err := x.start(s, childSpecOf(s, prog, x.cg != nil)); err != nil {
+	if j.specW, j.spec, err = x.start(s, childSpecOf(s, prog, x.cg != nil)); err != nil {
 		return nil, err
 	}
 	j.stdin.Store(x.stdinW)
-	j.watch(s.Timeout)
 	return j, nil
 }
 
@@ -294,6 +348,10 @@ func (j *Jail) Close() (*Result, error) {
 	}
 	j.closed = true
 	x := j.x
+	if j.specW != nil {
+		j.discard()
+		return j.res, j.err
+	}
 	if j.early {
 		// Wait has readied its caller's waiter, likely on this thread's
 		// P, which the wait4 below would keep until the runtime takes it
@@ -324,6 +382,28 @@ func (j *Jail) Close() (*Result, error) {
 		w.Close() // no one took it
 	}
 	return j.res, j.err
+}
+
+// discard tears down a jail that was created and never started: nothing
+// of its command ran. Its outcome is an error.
+func (j *Jail) discard() {
+	x := j.x
+	j.specW.Close()
+	j.specW = nil
+	x.abort() // init, waiting for its spec, is killed and reaped
+	unix.Close(x.ctrl)
+	if x.net != nil {
+		_ = x.net.Close()
+		x.net = nil
+	}
+	x.late.end()
+	if x.cg != nil {
+		x.cg.destroy()
+	}
+	if w := j.stdin.Swap(nil); w != nil {
+		w.Close()
+	}
+	j.err = errors.New("jail: closed before it started")
 }
 
 // checkPaths refuses the paths of s that the jail cannot place.
@@ -358,14 +438,10 @@ func checkPrivilege(s *Spec) error {
 	if s.Stdin != nil && s.StdinPipe {
 		return errors.New("jail: a Spec with both a Stdin and a StdinPipe")
 	}
-	if !jailIDs().privileged && (s.Late || s.Network != nil) {
-		// Cloning a mount for the jail, or entering its network namespace
-		// to make its tun device, takes CAP_SYS_ADMIN in our namespace.
-		layer := "network"
-		if s.Late {
-			layer = "workspace"
-		}
-		return &SetupError{Layer: layer, Msg: "crucible is not root of a user namespace of its own, and the " + layer + " needs that",
+	if !jailIDs().privileged && s.Late {
+		// Cloning a mount for the jail takes CAP_SYS_ADMIN in our
+		// namespace.
+		return &SetupError{Layer: "workspace", Msg: "crucible is not root of a user namespace of its own, and the workspace needs that",
 			Fix: ownNamespaceFix()}
 	}
 	return nil
@@ -486,17 +562,17 @@ func (l *childFileList) close() {
 
 // start starts the jail's init and hands it its spec; when it returns nil,
 // init may already be running the command.
-func (x *execution) start(s *Spec, cs *childSpec) (err error) {
+func (x *execution) start(s *Spec, cs *childSpec) (_ *os.File, spec []byte, err error) {
 	var files childFileList
 	defer files.close()
 	specW, err := x.control(s, cs, &files)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer func() {
 		if err != nil {
 			unix.Close(x.ctrl)
-			specW.Close() // on success the spec writer closes it
+			specW.Close() // on success Start writes it, and closes it
 		}
 	}()
 	ids := jailIDs()
@@ -511,16 +587,16 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		owner = ids.base + SandboxUID
 	}
 	if err := x.passChannels(s, cs, owner, &files); err != nil {
-		return err
+		return nil, nil, err
 	}
 	extra := len(files) // what follows is not an extra fd of init's
 	stdout, stderr, err := x.outputPipes(s, owner, &files)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	spec, err := child.EncodeSpec(cs)
+	spec, err = child.EncodeSpec(cs)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 
 	x.cmd = &exec.Cmd{
@@ -533,7 +609,7 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		SysProcAttr: namespaceAttr(ids),
 	}
 	if err := x.stdinPipe(s, owner, &files); err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer func() {
 		if err != nil && x.stdinW != nil {
@@ -552,17 +628,12 @@ func (x *execution) start(s *Spec, cs *childSpec) (err error) {
 		if x.stdin != nil {
 			x.stdin.stop()
 		}
-		return err
+		return nil, nil, err
 	}
-	if err := x.confine(s); err != nil {
-		return err
+	if err := x.confine(); err != nil {
+		return nil, nil, err
 	}
-	go func() {
-		// A dead child makes this fail with EPIPE; Wait reports why.
-		_, _ = specW.Write(spec)
-		specW.Close()
-	}()
-	return nil
+	return specW, spec, nil
 }
 
 // control makes the control socket, keeping our end in x.ctrl, and the
@@ -718,8 +789,8 @@ func (x *execution) stdinPipe(s *Spec, owner int, files *childFileList) error {
 }
 
 // confine finishes the jail around init, which has forked and waits for
-// its spec: the cgroup's limits on v1, and the network.
-func (x *execution) confine(s *Spec) (err error) {
+// its spec: the cgroup's limits on v1.
+func (x *execution) confine() error {
 	if x.cg != nil && !x.cg.v2 {
 		// cgroup v1: init was born in the cgroup (see fork), whose limits
 		// are set only now that the supervisor's thread has left it: while
@@ -735,14 +806,6 @@ func (x *execution) confine(s *Spec) (err error) {
 				return &SetupError{Layer: LayerMemory, Msg: err.Error(), Fix: "raise the memory limit (sandbox.memory, --memory)"}
 			}
 			return &SetupError{Layer: LayerCgroup, Msg: err.Error(), Fix: cgroupFix()}
-		}
-	}
-	if s.Network != nil {
-		// While init starts up; it waits for its spec, so the command
-		// cannot run before its network exists.
-		if x.net, err = startNetwork(x.cmd.Process.Pid, s.Network); err != nil {
-			x.abort()
-			return err
 		}
 	}
 	return nil

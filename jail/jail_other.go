@@ -4,6 +4,7 @@ package jail
 
 import (
 	"context"
+	"io"
 	"os"
 )
 
@@ -15,6 +16,15 @@ type Jail struct{}
 
 // Start reports that the jail needs Linux.
 func Start(ctx context.Context, s *Spec) (*Jail, error) { return nil, ErrUnsupported }
+
+// Create reports that the jail needs Linux.
+func Create(ctx context.Context, s *Spec) (*Jail, error) { return nil, ErrUnsupported }
+
+// Network reports that the jail needs Linux.
+func (j *Jail) Network(setup func(netns *os.File) (io.Closer, error)) error { return ErrUnsupported }
+
+// Start does nothing off Linux.
+func (j *Jail) Start() {}
 
 // Bind reports that the jail needs Linux.
 func (j *Jail) Bind(dir string, over ...Layer) error { return ErrUnsupported }

@@ -56,7 +56,8 @@ func TestPidsFloor(t *testing.T) {
 			for range 50 {
 				s := spec("/bin/true")
 				s.Pids = p
-				if j, err := start(context.Background(), s); err == nil { // without check's floor
+				if j, err := create(context.Background(), s); err == nil { // without check's floor
+					j.Start()
 					j.Begin()
 					if r, err := j.Close(); err == nil && r.ExitCode == 0 {
 						ok++

@@ -25,7 +25,7 @@ func TestExecutionAPIs(t *testing.T) {
 		"secrets": {Hosts: []string{"vault.example.com"}, Secrets: []string{"TOKEN"}},
 	}
 	x := attached(t, cfg, Options{Secrets: loadSecrets(t, cfg)})
-	if x.spec.Network == nil {
+	if x.network == nil {
 		t.Fatal("no network: the APIs' hosts must be reachable without network.allow")
 	}
 	// The rules' conditions see whom the execution runs for, once it
@@ -83,8 +83,8 @@ func TestExecutionAPIs(t *testing.T) {
 		t.Errorf("no rules, no secrets: %v, %v", s, err)
 	}
 	x = newTrue(cfg, Options{})
-	if err := x.attach(cfg); err != nil || x.spec.Network == nil {
-		t.Errorf("an open API: %v, network %v", err, x.spec.Network != nil)
+	if err := x.attach(cfg); err != nil || x.network == nil {
+		t.Errorf("an open API: %v, network %v", err, x.network != nil)
 	}
 }
 

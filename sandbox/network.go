@@ -190,17 +190,23 @@ func (l *netLog) result() []violation.Violation {
 	return l.refused.list
 }
 
-// attachNetwork gives spec the network that n allows, if any, and returns
-// the log its decisions go to (nil without a network). With sec, the
-// stack terminates TLS to the hosts of its secrets and of its APIs with
-// rules, and judges the requests to the latter.
-func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *execSecrets) (*netLog, error) {
+// netSetup builds a jail's network in its network namespace, once the
+// jail is created and before it starts (jail.Jail.Network).
+type netSetup = func(netns *os.File) (io.Closer, error)
+
+// attachNetwork readies the network that n allows for spec's jail, if
+// any: it returns the log its decisions go to and the setup that builds
+// it, for startJail (both nil without a network). With sec, the stack
+// terminates TLS to the hosts of its secrets and of its APIs with rules,
+// and judges the requests to the latter.
+func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *execSecrets) (*netLog, netSetup, error) {
 	if !n.Enabled() {
-		return attachOffline(spec, w), nil
+		log, setup := attachOffline(spec, w)
+		return log, setup, nil
 	}
 	policy, err := NetworkPolicy(n)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	log := newNetLog(w)
 	opts := egress.Options{
@@ -229,9 +235,36 @@ func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *exe
 			return r.LookupNetIP(ctx, "ip", host)
 		}
 	}
-	spec.Network = func(netns *os.File) (io.Closer, error) { return egress.Start(netns, opts) }
 	spec.Nameserver = egress.Resolver
-	return log, nil
+	return log, func(netns *os.File) (io.Closer, error) { return egress.Start(netns, opts) }, nil
+}
+
+// startJail starts spec's jail with the network that setup builds, if not
+// nil: created, given its network, started.
+func startJail(ctx context.Context, spec *jail.Spec, setup netSetup) (*jail.Jail, error) {
+	j, err := jail.Create(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if setup != nil {
+		if err := j.Network(setup); err != nil {
+			_, _ = j.Close()
+			return nil, err
+		}
+	}
+	j.Start()
+	return j, nil
+}
+
+// runJail runs spec's jail with setup's network to its end, as jail.Run
+// runs one without.
+func runJail(ctx context.Context, spec *jail.Spec, setup netSetup) (*jail.Result, error) {
+	j, err := startJail(ctx, spec, setup)
+	if err != nil {
+		return nil, err
+	}
+	j.Begin()
+	return j.Close()
 }
 
 // offline is why a jail without network rules reaches no host: what the
@@ -244,13 +277,14 @@ const offline = "the network is off for this execution: no host is allowed (the 
 // with the reason, not an unexplained "connection refused". Only root can
 // set up anything in a jail's network namespace; rootless, the jail's
 // resolver answers nothing, as before.
-func attachOffline(spec *jail.Spec, w *audit.Writer) *netLog {
+func attachOffline(spec *jail.Spec, w *audit.Writer) (*netLog, netSetup) {
 	if os.Geteuid() != 0 {
-		return nil
+		return nil, nil
 	}
 	log := newNetLog(w)
 	log.offline = true
-	spec.Network = func(netns *os.File) (io.Closer, error) {
+	spec.Nameserver = egress.OfflineResolver
+	return log, func(netns *os.File) (io.Closer, error) {
 		r, err := egress.Offline(netns, offline, log.report)
 		if err != nil {
 			// It only explains a refusal, and grants nothing: without it
@@ -260,6 +294,4 @@ func attachOffline(spec *jail.Spec, w *audit.Writer) *netLog {
 		}
 		return r, nil
 	}
-	spec.Nameserver = egress.OfflineResolver
-	return log
 }

@@ -471,7 +471,7 @@ func (p *Pool) start() *warmJail {
 // as it is known (ended), and the jail's teardown follows. It returns the
 // outcome's error.
 func (w *warmJail) run(ctx context.Context) error {
-	j, err := jail.Start(ctx, w.x.spec)
+	j, err := startJail(ctx, w.x.spec, w.x.network)
 	if err != nil {
 		w.err = err
 		close(w.ended)

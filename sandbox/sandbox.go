@@ -123,6 +123,7 @@ type execution struct {
 	spec    *jail.Spec
 	audit   *audit.Writer
 	net     *netLog      // nil without a network
+	network netSetup     // builds the jail's network; nil without one
 	tools   *toolChannel // nil without tools
 	loaded  *Secrets     // the caller's secrets, if any
 	secrets *execSecrets // this execution's placeholders, once attached
@@ -197,7 +198,7 @@ func (x *execution) attach(cfg *config.Config) error {
 		return errors.New("sandbox: the configuration has secrets or API rules, but they were not loaded (sandbox.LoadSecrets) and given to the execution")
 	}
 	var err error
-	x.net, err = attachNetwork(x.spec, n, x.audit, x.secrets)
+	x.net, x.network, err = attachNetwork(x.spec, n, x.audit, x.secrets)
 	if x.net == nil {
 		return err
 	}
@@ -260,7 +261,7 @@ func (x *execution) run(ctx context.Context, cfg *config.Config) (*Result, error
 	if err := x.attach(cfg); err != nil {
 		return x.finish(nil, err)
 	}
-	return x.finish(jail.Run(ctx, x.spec))
+	return x.finish(runJail(ctx, x.spec, x.network))
 }
 
 // finish turns the jail's result into the caller's, and records the

@@ -125,7 +125,7 @@ func TestExecutionSecrets(t *testing.T) {
 	if i < 0 || !bytes.Contains(a.spec.Files[i].Data, s.ca.PEM()) || !slices.Contains(a.spec.Files[i].Over, "/etc/ssl/certs/ca-certificates.crt") {
 		t.Error("the jail does not trust the CA")
 	}
-	if a.spec.Network == nil {
+	if a.network == nil {
 		t.Error("no network: the secrets' hosts must be reachable without network.allow")
 	}
 	for _, tc := range []struct {

@@ -36,7 +36,7 @@ func serverStart(name string, s config.Server, allowDegraded []string, w *audit.
 		n := s.JailNetwork()
 		// The server's network decisions are enforced and audited like an
 		// execution's, under the server's name: there is no execution.
-		log, err := attachNetwork(spec, &n, w, nil)
+		log, network, err := attachNetwork(spec, &n, w, nil)
 		if err != nil {
 			return nil, fmt.Errorf("servers.%s.network: %w", name, err)
 		}
@@ -48,7 +48,7 @@ func serverStart(name string, s config.Server, allowDegraded []string, w *audit.
 		spec.Stdin, spec.Stdout, spec.Stderr = inR, outW, stderr
 		ended := make(chan error, 1)
 		go func() {
-			res, err := jail.Run(ctx, spec)
+			res, err := runJail(ctx, spec, network)
 			// The pipes end with the jail: the client reads the end of
 			// the server's output, and a write to its input fails
 			// instead of blocking.
