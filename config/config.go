@@ -528,10 +528,14 @@ type Audit struct {
 type Runtimes struct {
 	// Python is the interpreter for `crucible run --lang py`.
 	Python string `yaml:"python"`
-	// Deno is the deno binary for `--lang deno`. Empty means: look for
-	// "deno" in PATH, then in ./node_modules (where `npm install deno` puts
-	// it).
+	// Deno is the deno binary for `--lang deno` and the deno engine.
+	// Empty means: look for "deno" in PATH, then in ./node_modules (where
+	// `npm install deno` puts it).
 	Deno string `yaml:"deno"`
+	// Engine runs TypeScript and JavaScript: EngineEmbedded (the default),
+	// EngineDeno (Deno in the jail, warm in serve's pools), or EngineAuto
+	// (Deno when a deno binary is found, else the embedded engine).
+	Engine string `yaml:"engine"`
 	// JSHeap bounds the embedded TypeScript/JavaScript engine's heap: past
 	// it, an allocation throws a catchable "out of memory".
 	JSHeap ByteSize `yaml:"js_heap"`
@@ -539,6 +543,13 @@ type Runtimes struct {
 	// catchable "stack overflow".
 	JSStack int `yaml:"js_stack"`
 }
+
+// The engines that may run TypeScript and JavaScript (Runtimes.Engine).
+const (
+	EngineEmbedded = "embedded"
+	EngineDeno     = "deno"
+	EngineAuto     = "auto"
+)
 
 // Bounds of the embedded engine's limits.
 const (
@@ -637,7 +648,7 @@ func Default() *Config {
 			MaxBytesIn:     1 * GiB,
 			IdleTimeout:    Duration(60 * time.Second),
 		},
-		Runtimes: Runtimes{Python: "/usr/bin/python3", JSHeap: 256 * MiB, JSStack: 10000},
+		Runtimes: Runtimes{Python: "/usr/bin/python3", Engine: EngineEmbedded, JSHeap: 256 * MiB, JSStack: 10000},
 		Tools:    Tools{MaxCalls: 50, MaxArgSize: 1 * MiB, MaxResultSize: 1 * MiB},
 		Serve:    defaultServe(),
 	}
@@ -733,6 +744,11 @@ func (r *Runtimes) validate() error {
 	}
 	if r.Python == "" {
 		return fieldErrorf("runtimes.python", "must not be empty")
+	}
+	switch r.Engine {
+	case EngineEmbedded, EngineDeno, EngineAuto:
+	default:
+		return fieldErrorf("runtimes.engine", "must be %s, %s or %s, not %q", EngineAuto, EngineEmbedded, EngineDeno, r.Engine)
 	}
 	if r.JSHeap < minJSHeap || r.JSHeap > maxJSHeap {
 		return fieldErrorf("runtimes.js_heap", "must be from %v to %v, not %v", minJSHeap, maxJSHeap, r.JSHeap)

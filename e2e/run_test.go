@@ -79,16 +79,19 @@ export default await Promise.resolve({ answer: p.x * 21 });
 		t.Fatalf("%+v", r)
 	}
 
-	// The jail holds Deno as it holds anything: -A grants nothing the jail
-	// does not.
+	// Deno's own walls stand inside the jail's: no read or write outside
+	// the program's places. The network is the egress's: a fetch reaches
+	// its decision, and its refusal is recorded for the model.
 	r = runJSON(t, `
 const out: string[] = [];
 try { Deno.readTextFileSync("/etc/shadow"); out.push("read"); } catch (e) { out.push((e as Error).name); }
-try { Deno.writeTextFileSync("/usr/x", "x"); out.push("wrote"); } catch (e) { out.push((e as Error).message.split(" (")[0]); }
+try { Deno.writeTextFileSync("/usr/x", "x"); out.push("wrote"); } catch (e) { out.push((e as Error).name); }
 try { await fetch("http://1.1.1.1/"); out.push("fetched"); } catch (e) { out.push((e as Error).name); }
+try { await fetch("https://example.com/"); out.push("fetched"); } catch (e) { out.push((e as Error).name); }
 export default out;
 `, "--lang", "deno", "-")
-	if r.ExitCode != 0 || string(r.Result) != `["NotFound","Read-only file system","TypeError"]` {
+	if r.ExitCode != 0 || string(r.Result) != `["NotCapable","NotCapable","TypeError","TypeError"]` ||
+		len(r.Violations) != 1 || r.Violations[0].Kind != "dns" || r.Violations[0].Host != "example.com" {
 		t.Fatalf("%+v", r)
 	}
 }

@@ -44,8 +44,10 @@ type Language struct {
 // execution's workspace may have been bound over it meanwhile (a pool of
 // sandbox.PoolOptions.Workspaces binds it just before the program).
 type Warm struct {
-	// Program is the worker, with the operator's settings.
-	Program func(s Settings) *Program
+	// Program is the worker, with the operator's settings; its error
+	// (a runtime that is not there) refuses the pool, and names the
+	// setting to fix.
+	Program func(s Settings) (*Program, error)
 	// Input is the worker's stdin that hands it src, a program named like
 	// file.
 	Input func(src []byte, file string) ([]byte, error)

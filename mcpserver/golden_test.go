@@ -143,7 +143,7 @@ func skillsConfig(t *testing.T, writable bool) func(*config.Config) {
 }
 
 // The instructions that initialize gives the client: without skills, with
-// skills, and with skills a client may save.
+// skills, with skills a client may save, and on Deno.
 func TestGoldenInstructions(t *testing.T) {
 	var files []txtarFile
 	for _, c := range []struct {
@@ -153,7 +153,15 @@ func TestGoldenInstructions(t *testing.T) {
 		{"plain", nil},
 		{"skills", skillsConfig(t, false)},
 		{"skills-writable", skillsConfig(t, true)},
+		{"deno", func(c *config.Config) { c.Runtimes.Engine = config.EngineDeno }},
 	} {
+		if c.name == "deno" {
+			cfg := config.Default()
+			c.edit(cfg)
+			if sandbox.CheckEngine(cfg) != nil {
+				testenv.Missing(t, "no deno: run npm install at the repository's root")
+			}
+		}
 		ins := goldenServer(t, c.edit).InitializeResult().Instructions
 		files = append(files, txtarFile{c.name, ins})
 	}

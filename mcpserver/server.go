@@ -317,6 +317,10 @@ var instructions = fmt.Sprintf(`Crucible runs your code in a fresh, locked-down 
 
 Limits: each program has a time, memory and output limit, a bounded number of tool calls, and reaches only the network hosts the operator allowed. A refused operation is listed in "violations" with the reason: change the program rather than retry it.`, otherLanguages())
 
+// denoInstructions say what a program may use when Deno runs TypeScript
+// and JavaScript (runtimes.engine), and what the sandbox still refuses.
+const denoInstructions = `TypeScript and JavaScript run on Deno (V8): the web platform's APIs (fetch, Intl, Blob, streams, AbortSignal.timeout, crypto.subtle) and Deno's (Deno.readTextFile, Deno.env, Deno.Command) are there. Files may be read only under /workspace, /tmp and /skills and written only under /workspace and /tmp; no FFI; subprocesses run inside the sandbox; the network reaches only the hosts the operator allowed, and npm:/jsr:/https: imports only through those.`
+
 // otherLanguages are the languages but the default, quoted: "js", "py" or "deno".
 func otherLanguages() string {
 	var q []string
@@ -329,6 +333,9 @@ func otherLanguages() string {
 // newMCP makes one of the MCP faces of view v with its tools.
 func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 	ins := instructions
+	if sandbox.Engine(v.cfg) == config.EngineDeno {
+		ins += "\n\n" + denoInstructions
+	}
 	if v.cfg.Serve.Skills != "" {
 		ins += "\n\nSkills: reusable programs, listed as resources skill://NAME; import them as `import { f } from \"/skills/NAME.ts\"` (Python: `import NAME`)."
 		if v.cfg.Serve.SkillsWritable {
@@ -441,9 +448,12 @@ func (s *Server) profileView(name string) (*view, error) {
 
 // build makes v's warm pools and MCP servers.
 func (s *Server) build(v *view) error {
+	if err := sandbox.CheckEngine(v.cfg); err != nil {
+		return err
+	}
 	sv := &s.cfg.Serve
 	if sv.Pool > 0 {
-		for _, l := range sandbox.PoolLanguages() {
+		for _, l := range sandbox.PoolLanguages(v.cfg) {
 			if _, err := sandbox.Program(v.cfg, l, nil, "-"); err != nil {
 				// Its runtime is missing (python3): its jails would never
 				// be ready. Its programs run in new jails, which say why.

@@ -31,7 +31,13 @@ const (
 func Diagnose(ctx context.Context, cfg *config.Config) []Check {
 	checks := jail.Diagnose(ctx)
 	checks = append(checks, networkCheck(ctx, checks)...)
+	engine := Check{Feature: "ts/js engine", Status: StatusOK, Detail: EngineNote(cfg)}
+	if err := CheckEngine(cfg); err != nil {
+		engine.Status, engine.Detail, engine.Fix = StatusMissing, "runtimes.engine is deno: no deno binary", err.Error()
+	}
+	checks = append(checks, engine)
 	for _, l := range lang.All() {
+		l, _ = lookup(cfg, l.Name) // ts and js as runtimes.engine runs them
 		c := Check{Feature: l.Name + " (crucible run)", Status: StatusOK}
 		if l.Check != nil {
 			if detail, err := l.Check(settings(cfg)); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/cruciblehq/crucible/lang"
 
 	// The languages that `crucible run` offers register themselves.
-	_ "github.com/cruciblehq/crucible/lang/deno"
+	"github.com/cruciblehq/crucible/lang/deno"
 	_ "github.com/cruciblehq/crucible/lang/js"
 	_ "github.com/cruciblehq/crucible/lang/python"
 )
@@ -18,7 +18,7 @@ import (
 // Program plans src, a program named like file ("-" for standard input), in
 // the language named (as lang.Detect names it), with cfg's runtimes.
 func Program(cfg *config.Config, language string, src []byte, file string) (*lang.Program, error) {
-	l, err := lookup(language)
+	l, err := lookup(cfg, language)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,10 @@ func Program(cfg *config.Config, language string, src []byte, file string) (*lan
 	return p, nil
 }
 
-func lookup(language string) (lang.Language, error) {
+// lookup is the language named, as cfg runs it: TypeScript and JavaScript
+// on the engine of runtimes.engine. Deno waits in warm jails only as the
+// engine: otherwise its programs (language deno) run cold.
+func lookup(cfg *config.Config, language string) (lang.Language, error) {
 	l, ok := lang.Lookup(language)
 	if !ok {
 		_, err := lang.Detect(language, "") // says which languages there are
@@ -38,7 +41,57 @@ func lookup(language string) (lang.Language, error) {
 		}
 		return l, err
 	}
+	onDeno := Engine(cfg) == config.EngineDeno
+	switch {
+	case onDeno && (language == lang.TypeScript || language == lang.JavaScript):
+		ext := ".ts"
+		if language == lang.JavaScript {
+			ext = ".js"
+		}
+		return deno.As(language, l.Extensions, ext), nil
+	case language == lang.Deno && !onDeno:
+		l.Warm = nil
+	}
 	return l, nil
+}
+
+// CheckEngine refuses an engine that cannot run: runtimes.engine deno
+// without a deno binary. (auto falls back to the embedded engine.)
+func CheckEngine(cfg *config.Config) error {
+	if cfg.Runtimes.Engine != config.EngineDeno {
+		return nil
+	}
+	if _, err := deno.Find(cfg.Runtimes.Deno); err != nil {
+		return fmt.Errorf("runtimes.engine is deno: %w", err)
+	}
+	return nil
+}
+
+// EngineNote says in a line for the operator which engine runs
+// TypeScript and JavaScript under cfg, and why.
+func EngineNote(cfg *config.Config) string {
+	switch {
+	case Engine(cfg) == config.EngineDeno:
+		return "TypeScript and JavaScript run on Deno (runtimes.engine " + cfg.Runtimes.Engine + ")"
+	case cfg.Runtimes.Engine == config.EngineAuto:
+		return "TypeScript and JavaScript run on the embedded engine (runtimes.engine auto: no deno binary found; install one with npm install deno, or set runtimes.deno)"
+	}
+	return "TypeScript and JavaScript run on the embedded engine (runtimes.engine " + cfg.Runtimes.Engine + ")"
+}
+
+// Engine is the engine that runs TypeScript and JavaScript under cfg:
+// config.EngineEmbedded or config.EngineDeno. runtimes.engine auto is
+// Deno when a deno binary is found (runtimes.deno, PATH, node_modules).
+func Engine(cfg *config.Config) string {
+	switch cfg.Runtimes.Engine {
+	case config.EngineDeno:
+		return config.EngineDeno
+	case config.EngineAuto:
+		if _, err := deno.Find(cfg.Runtimes.Deno); err == nil {
+			return config.EngineDeno
+		}
+	}
+	return config.EngineEmbedded
 }
 
 // settings are the languages' view of cfg.
@@ -60,7 +113,7 @@ type Language struct {
 }
 
 // Languages are the languages programs may be written in: the default
-// first, then those whose jails can wait warm, then the rest, each part
+// first, then those picked by a file's extension, then the rest, each part
 // by name.
 func Languages() []Language {
 	all := lang.All()
@@ -68,7 +121,7 @@ func Languages() []Language {
 		switch {
 		case l.Name == lang.Default:
 			return 0
-		case l.Warm != nil:
+		case len(l.Extensions) > 0:
 			return 1
 		}
 		return 2
@@ -90,12 +143,12 @@ func Languages() []Language {
 func DetectLanguage(name, file string) (string, error) { return lang.Detect(name, file) }
 
 // PoolLanguages name one Pool per warm worker: the first, in Languages'
-// order, of the languages that share it (SameWorker). A pool of each
+// order, of the languages that share it (sameWorker). A pool of each
 // serves every language there is a warm jail for.
-func PoolLanguages() []string {
+func PoolLanguages(cfg *config.Config) []string {
 	var out []string
 	for _, l := range Languages() {
-		if SameWorker(l.Name, l.Name) && !slices.ContainsFunc(out, func(p string) bool { return SameWorker(p, l.Name) }) {
+		if sameWorker(cfg, l.Name, l.Name) && !slices.ContainsFunc(out, func(p string) bool { return sameWorker(cfg, p, l.Name) }) {
 			out = append(out, l.Name)
 		}
 	}

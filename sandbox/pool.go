@@ -117,7 +117,7 @@ type warmJail struct {
 // named (one that can wait: the embedded engine's ts and js, and py), with
 // cfg, and fills it.
 func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) {
-	l, err := lookup(language)
+	l, err := lookup(cfg, language)
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +127,11 @@ func NewPool(cfg *config.Config, language string, o PoolOptions) (*Pool, error) 
 	if o.InFlight <= 0 {
 		o.InFlight = max(o.Size, 1)
 	}
+	prog, err := l.Warm.Program(settings(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", language, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	prog := l.Warm.Program(settings(cfg))
 	if c := l.Warm.Compile; c != nil {
 		prog = compiled(ctx, cfg, c, prog)
 	}
@@ -190,7 +193,7 @@ func (p *Pool) Do(ctx context.Context, job Job) (*Result, error) {
 		if !p.Serves(job.Language) {
 			return nil, fmt.Errorf("sandbox: a %s pool does not run %q programs", p.lang.Name, job.Language)
 		}
-		l, _ = lookup(job.Language) // Serves found it
+		l, _ = lookup(p.cfg, job.Language) // Serves found it
 	}
 	if (job.Workspace != "") != p.o.Workspaces {
 		return nil, errors.New("sandbox: a pool with PoolOptions.Workspaces runs each job in the job's workspace, and only such a pool")
@@ -202,8 +205,8 @@ func (p *Pool) Do(ctx context.Context, job Job) (*Result, error) {
 }
 
 // Serves says whether the pool's jails run programs in language: the
-// pool's own, or one that shares its warm worker (SameWorker).
-func (p *Pool) Serves(language string) bool { return SameWorker(p.lang.Name, language) }
+// pool's own, or one that shares its warm worker (sameWorker).
+func (p *Pool) Serves(language string) bool { return sameWorker(p.cfg, p.lang.Name, language) }
 
 // Languages are the languages whose programs the pool runs.
 func (p *Pool) Languages() []string {
@@ -216,19 +219,19 @@ func (p *Pool) Languages() []string {
 	return ls
 }
 
-// SameWorker says whether the warm jails of languages a and b are alike,
+// sameWorker says whether the warm jails of languages a and b are alike,
 // so that a jail readied for one runs the other's programs: the same
 // language that can wait in a warm jail, or two whose lang.Warm names the
 // same Worker (ts and js).
-func SameWorker(a, b string) bool {
-	la, err := lookup(a)
+func sameWorker(cfg *config.Config, a, b string) bool {
+	la, err := lookup(cfg, a)
 	if err != nil || la.Warm == nil {
 		return false
 	}
 	if a == b {
 		return true
 	}
-	lb, err := lookup(b)
+	lb, err := lookup(cfg, b)
 	return err == nil && lb.Warm != nil && la.Warm.Worker != "" && lb.Warm.Worker == la.Warm.Worker
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Attacks on a warm jail that runs the programs of another language than
-// its pool's (Pool.Do, SameWorker: one engine worker for TypeScript
+// its pool's (Pool.Do, sameWorker: one engine worker for TypeScript
 // and JavaScript).
 
 // Language names near a real one, or naming another worker, given to

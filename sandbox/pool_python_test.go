@@ -171,11 +171,14 @@ crucible.result = out
 	}
 
 	cfg := config.Default()
-	l, err := lookup("py")
+	l, err := lookup(cfg, "py")
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog := l.Warm.Program(settings(cfg))
+	prog, err := l.Warm.Program(settings(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := compiled(context.Background(), cfg, l.Warm.Compile, prog); len(got.Files) != len(prog.Files)+2 {
 		t.Errorf("compiled: %d files, want the worker's %d and 2", len(got.Files), len(prog.Files))
 	}

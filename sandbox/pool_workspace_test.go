@@ -116,8 +116,8 @@ func init() {
 			return nil, fmt.Errorf("shtest runs in warm jails only")
 		},
 		Warm: &lang.Warm{
-			Program: func(lang.Settings) *lang.Program {
-				return &lang.Program{Lang: "shtest", Args: []string{"/bin/sh", "-c", earlyWorker}}
+			Program: func(lang.Settings) (*lang.Program, error) {
+				return &lang.Program{Lang: "shtest", Args: []string{"/bin/sh", "-c", earlyWorker}}, nil
 			},
 			Input:     func(src []byte, _ string) ([]byte, error) { return src, nil },
 			SaysReady: true,

@@ -42,8 +42,9 @@ var bwrap = []string{"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind",
 
 // programs are what each language's pool runs: the issue's `return 1`.
 var programs = map[string]string{
-	"ts": "return 1",
-	"py": "import crucible\ncrucible.result = 1\n",
+	"ts":   "return 1",
+	"py":   "import crucible\ncrucible.result = 1\n",
+	"deno": "return 1", // the engine deno's pool (runtimes.engine: deno)
 }
 
 func main() {
@@ -54,7 +55,7 @@ func main() {
 	inFlight := flag.Int("inflight", 8, "executions in flight in a burst")
 	idle := flag.Duration("idle", 30*time.Millisecond, "pause before each execution on an idle pool")
 	size := flag.Int("size", 4, "jails kept ready by the burst's pool")
-	langs := flag.String("lang", "ts,py", "languages to try, comma-separated")
+	langs := flag.String("lang", "ts,py", "languages to try, comma-separated (deno: Deno's pool, runtimes.engine deno)")
 	crucible := flag.String("crucible", "", "a crucible binary, to time cold `crucible run` too")
 	flag.Parse()
 
@@ -69,7 +70,13 @@ func main() {
 	type pools struct{ single, burst *sandbox.Pool }
 	var order []string
 	ps := map[string]pools{}
+	onDeno := config.Default()
+	onDeno.Runtimes.Engine = config.EngineDeno
 	for _, l := range strings.Split(*langs, ",") {
+		cfg := cfg
+		if l == "deno" {
+			cfg = onDeno
+		}
 		one, err := sandbox.NewPool(cfg, l, sandbox.PoolOptions{Size: 2})
 		if err != nil {
 			fmt.Printf("%s: no warm pool: %v\n", l, err)

@@ -63,6 +63,7 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		servers = plural(n, "MCP server")
 	}
 	fmt.Fprintf(env.Stderr, "crucible serve: %s; serving %s\n", src, servers)
+	fmt.Fprintf(env.Stderr, "crucible serve: %s\n", sandbox.EngineNote(cfg))
 	p, err := prepareServe(cfg, *httpAddr, env)
 	if err != nil {
 		return fail("%v", err)

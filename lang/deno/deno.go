@@ -1,15 +1,20 @@
-// Package deno runs a TypeScript or JavaScript module with Deno, when a deno
-// binary is configured or found. Deno gets every permission (-A): the jail,
-// not Deno's flags, is the boundary. The module's default export (awaited)
-// becomes the result.
+// Package deno runs a TypeScript or JavaScript program with Deno, when a
+// deno binary is configured or found, cold or in a warm jail. The jail is
+// the boundary; Deno's permission flags are a second wall inside it. A
+// program is run as the embedded engine runs it: without import or export
+// it is the body of an async function, whose return is the result; else a
+// module, whose default export (awaited) is.
 package deno
 
 import (
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 
 	"github.com/cruciblehq/crucible/lang"
 )
@@ -74,22 +79,100 @@ func inNodeModules() string {
 	}
 }
 
-// Program runs src, a module named like file (its extension tells Deno
+// permissions are Deno's own flags, a second wall inside the jail's: reads
+// and writes only where the program's files are, no FFI. The network is
+// the egress's to decide and record (a flag would refuse before it, and
+// the model would not learn why); the environment is only what the
+// configuration gives, and subprocesses run inside the jail.
+var permissions = []string{
+	"--allow-read=/workspace,/run/workspace,/tmp,/skills," + lang.Dir,
+	"--allow-write=/workspace,/run/workspace,/tmp,/dev/fd/3",
+	"--allow-net", "--allow-env", "--allow-run", "--allow-sys",
+	"--deny-ffi",
+}
+
+// command is deno running the runner with args.
+func command(denoPath string, args ...string) []string {
+	cmd := append([]string{denoPath, "run", "--no-config", "--no-prompt", "--no-check", "--quiet", "--no-lock"}, permissions...)
+	cmd = append(cmd, runner)
+	return append(cmd, args...)
+}
+
+// env is Deno's environment in the jail: its caches on the jail's /tmp.
+var env = map[string]string{"DENO_DIR": cache, "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1"}
+
+// Program runs src, a program named like file (its extension tells Deno
 // whether it is TypeScript), with the deno binary at denoPath.
 func Program(src []byte, file, denoPath string) *lang.Program {
-	ext := filepath.Ext(file)
-	switch ext {
-	case ".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx":
-	default:
-		ext = ".ts"
-	}
-	main := dir + "/main" + ext
+	main := dir + "/main" + path.Ext(Name(file, ""))
 	return &lang.Program{
 		Lang:     lang.Deno,
 		Main:     main,
-		Args:     []string{denoPath, "run", "--no-config", "--no-prompt", "--no-check", "--quiet", "-A", runner, main},
-		Env:      map[string]string{"DENO_DIR": cache, "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1"},
+		Args:     command(denoPath, main, Name(file, "")),
+		Env:      env,
 		Files:    map[string][]byte{main: src, runner: runnerSource},
 		ReadOnly: []string{denoPath},
 	}
+}
+
+// WarmProgram is the runner, readied, waiting for its [Job] on stdin: the
+// program of a warm jail.
+func WarmProgram(denoPath string) *lang.Program {
+	return &lang.Program{
+		Lang:     lang.Deno,
+		Args:     command(denoPath, "--warm"),
+		Env:      env,
+		Files:    map[string][]byte{runner: runnerSource},
+		ReadOnly: []string{denoPath},
+	}
+}
+
+// Job is a warm worker's program, sent on its stdin.
+type Job struct {
+	Source string `json:"source"`
+	Name   string `json:"name"` // its file's, as stack traces show it: its extension says whether it is TypeScript
+}
+
+// Input is a warm worker's stdin for src, a program named like file; ext,
+// if not "", is its extension whatever file's says (".js").
+func Input(src []byte, file, ext string) ([]byte, error) {
+	return json.Marshal(Job{Source: string(src), Name: Name(file, ext)})
+}
+
+// Name is the name a program named like file runs under: its base name
+// when that is safe in a stack trace and has an extension Deno runs (ext,
+// if not "", is the only one taken), else main with that extension
+// (.ts, or ext).
+func Name(file, ext string) string {
+	name := path.Base(filepath.ToSlash(file))
+	e := path.Ext(name)
+	ok := slices.Contains(extensions, e) && (ext == "" || e == ext)
+	if !ok || !safeName(name) {
+		if ext == "" {
+			ext = ".ts"
+		}
+		return "main" + ext
+	}
+	return name
+}
+
+// extensions are those Deno runs a program of.
+var extensions = []string{".ts", ".mts", ".tsx", ".js", ".mjs", ".jsx"}
+
+// safeName reports whether a file's name may appear in stack traces and
+// paths as is: up to 100 of [A-Za-z0-9._-], the first alphanumeric.
+func safeName(name string) bool {
+	if name == "" || len(name) > 100 || !isAlnum(name[0]) {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }

@@ -3,7 +3,10 @@ package deno
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/cruciblehq/crucible/lang"
 )
 
 // Without runtimes.deno and with no deno in PATH, Find takes the one that
@@ -32,5 +35,38 @@ func TestFindInParentNodeModules(t *testing.T) {
 	t.Chdir(t.TempDir())
 	if _, err := Find(""); err != ErrNotFound {
 		t.Errorf("Find with no deno anywhere: %v, want ErrNotFound", err)
+	}
+}
+
+// A program runs under its file's base name when that is safe in a stack
+// trace and Deno runs its extension; else under main.ts (or the extension
+// its language asks for).
+func TestName(t *testing.T) {
+	for _, c := range []struct{ file, ext, want string }{
+		{"-", "", "main.ts"},
+		{"/home/u/job.ts", "", "job.ts"},
+		{"x.mjs", "", "x.mjs"},
+		{"x.py", "", "main.ts"},
+		{"/a/b/../evil\nname.ts", "", "main.ts"},
+		{".hidden.ts", "", "main.ts"},
+		{"x.ts", ".js", "main.js"},
+		{"x.js", ".js", "x.js"},
+		{"-", ".js", "main.js"},
+	} {
+		if got := Name(c.file, c.ext); got != c.want {
+			t.Errorf("Name(%q, %q) = %q, want %q", c.file, c.ext, got, c.want)
+		}
+	}
+}
+
+// Deno gets no --allow-all, and no FFI: its walls are the flags the
+// runner is started with.
+func TestPermissions(t *testing.T) {
+	for _, p := range []*lang.Program{Program([]byte("1"), "-", "/usr/bin/deno"), WarmProgram("/usr/bin/deno")} {
+		args := strings.Join(p.Args, " ")
+		if strings.Contains(args, " -A ") || strings.Contains(args, "--allow-all") || !strings.Contains(args, " --deny-ffi ") ||
+			!strings.Contains(args, " --allow-read=/workspace,") {
+			t.Errorf("deno's flags: %s", args)
+		}
 	}
 }

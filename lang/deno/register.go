@@ -2,16 +2,46 @@ package deno
 
 import "github.com/cruciblehq/crucible/lang"
 
+// Worker names the warm worker of every language Deno runs: one pool of
+// Deno jails serves them all, each program told its language by the
+// extension of its name.
+const Worker = "deno"
+
 func init() {
-	lang.Register(lang.Language{
-		Name: lang.Deno, // by --lang only: .ts and .js go to the embedded engine
+	// By --lang only, and warm only as the engine (see As): .ts and .js
+	// go to the engine of runtimes.engine.
+	lang.Register(As(lang.Deno, nil, ""))
+}
+
+// As is the language name, whose sources have the extensions exts, run on
+// Deno: its programs run under a name with the extension ext (".ts",
+// ".js"), or, without one, under their file's when Deno runs that (else
+// .ts).
+func As(name string, exts []string, ext string) lang.Language {
+	return lang.Language{
+		Name:       name,
+		Extensions: exts,
 		Program: func(src []byte, file string, s lang.Settings) (*lang.Program, error) {
 			bin, err := Find(s.Deno)
 			if err != nil {
 				return nil, err
 			}
-			return Program(src, file, bin), nil
+			p := Program(src, Name(file, ext), bin)
+			p.Lang = name
+			return p, nil
 		},
 		Check: func(s lang.Settings) (string, error) { return Find(s.Deno) },
-	})
+		Warm: &lang.Warm{
+			Program: func(s lang.Settings) (*lang.Program, error) {
+				bin, err := Find(s.Deno)
+				if err != nil {
+					return nil, err
+				}
+				return WarmProgram(bin), nil
+			},
+			Input:     func(src []byte, file string) ([]byte, error) { return Input(src, file, ext) },
+			SaysReady: true, // run.js's job()
+			Worker:    Worker,
+		},
+	}
 }

@@ -1,6 +1,7 @@
-// The runner of `crucible run --lang deno`: imports the module named by its
-// argument and reports its default export (awaited) or its uncaught error on
-// fd 3 as one JSON object. It runs inside the program's own process: it is a
+// The runner of `crucible run --lang deno`: runs the program in the file
+// its first argument names (or, with --warm, the job its stdin brings once
+// it is ready) and reports its result or its uncaught error on fd 3 as one
+// JSON object. It runs inside the program's own process: it is a
 // convenience, not a boundary.
 const encoder = new TextEncoder();
 
@@ -100,14 +101,96 @@ Object.defineProperty(globalThis, "tools", {
   configurable: true,
 });
 
+// The program's two forms, as the embedded engine has them: a program
+// without import or export is the body of an async function (a top-level
+// return is its result), else a module (its default export is). The script
+// form is tried first; should it not parse, the module form runs. The
+// wrapper keeps the program's lines where they are. A script form that
+// began to run and failed is reported as it failed: it is never run twice.
+const ran = Symbol.for("crucible.ran");
+const scriptPrefix = `export default await (async () => {globalThis[Symbol.for("crucible.ran")] = true;`;
+const scriptSuffix = "\n})();\n";
+const work = "/tmp/.crucible"; // the forms' files, on the jail's /tmp
+
+async function load(source, name) {
+  for (const form of ["script", "module"]) {
+    Deno.mkdirSync(`${work}/${form}`, { recursive: true });
+  }
+  const script = `${work}/script/${name}`, module = `${work}/module/${name}`;
+  Deno.writeTextFileSync(script, scriptPrefix + source + scriptSuffix);
+  Deno.writeTextFileSync(module, source);
+  try {
+    return await import("file://" + script);
+  } catch (e) {
+    if (globalThis[ran]) throw e; // it ran, and failed: its error is the program's
+  }
+  try {
+    return await import("file://" + module);
+  } catch (e) {
+    throw syntaxError(e);
+  }
+}
+
+// syntaxError is the error of a module that does not parse as the
+// embedded engine reports one: a SyntaxError whose stack is where the
+// mistake is. Deno's parser says it in a TypeError whose message begins
+// "SyntaxError: ", then the line, then where; V8's, in a SyntaxError whose
+// message ends with where.
+function syntaxError(e) {
+  const lines = String(e?.message ?? "").split("\n");
+  let message, at;
+  if (e instanceof TypeError && lines[0].startsWith("SyntaxError: ")) {
+    message = lines[0].slice("SyntaxError: ".length);
+    at = lines.filter((l) => /^\s+at /.test(l)).map((l) => l.trim().slice(3));
+  } else if (e instanceof SyntaxError && lines.length === 1) {
+    const m = / at (file:\/\/\S+:\d+:\d+)$/.exec(lines[0]);
+    if (!m) return e;
+    message = lines[0].slice(0, m.index);
+    at = [m[1]];
+  } else {
+    return e;
+  }
+  const err = new SyntaxError(message);
+  err.stack = `SyntaxError: ${message}` + at.map((l) => "\n    at " + l).join("");
+  return err;
+}
+
+// job reads a warm worker's job from stdin, once ready: {source, name}.
+async function job() {
+  report("\n"); // ready: the pool may hand this jail work now (lang.ReadyMark)
+  const input = JSON.parse(new TextDecoder().decode(await new Response(Deno.stdin.readable).arrayBuffer()));
+  if (typeof input?.source !== "string" || typeof input?.name !== "string") throw new Error("no name and program");
+  // The workspace may have been bound over our working directory while
+  // we waited (lang.Warm): enter it.
+  Deno.chdir(Deno.cwd());
+  return input;
+}
+
+// warm readies what every program uses before the job comes: the module
+// loader, the TypeScript transpiler and node:net, the tools channel's.
+async function warm() {
+  await import("node:net");
+  Deno.mkdirSync(work, { recursive: true });
+  Deno.writeTextFileSync(`${work}/warm.ts`, "export default (1 as number);\n");
+  await import("file://" + `${work}/warm.ts`);
+}
+
 try {
-  const mod = await import(new URL(Deno.args[0], "file:///").href);
+  let source, name;
+  if (Deno.args[0] === "--warm") {
+    await warm();
+    ({ source, name } = await job());
+  } else {
+    source = Deno.readTextFileSync(Deno.args[0]);
+    name = Deno.args[1];
+  }
+  const mod = await load(source, name);
   const value = await mod.default;
   let text;
   try {
     text = JSON.stringify({ result: value === undefined ? null : value });
   } catch (e) {
-    throw new TypeError("the default export cannot be encoded as JSON: " + (e?.message ?? e));
+    throw new TypeError("the result cannot be encoded as JSON: " + (e?.message ?? e));
   }
   report(text);
 } catch (e) {

@@ -23,8 +23,8 @@ func init() {
 			},
 			Check: func(lang.Settings) (string, error) { return "embedded (QuickJS)", nil },
 			Warm: &lang.Warm{
-				Program: func(s lang.Settings) *lang.Program {
-					return WarmProgram(Options{Heap: s.JSHeap, Stack: s.JSStack, Timeout: s.Timeout})
+				Program: func(s lang.Settings) (*lang.Program, error) {
+					return WarmProgram(Options{Heap: s.JSHeap, Stack: s.JSStack, Timeout: s.Timeout}), nil
 				},
 				Input: func(src []byte, file string) ([]byte, error) {
 					return json.Marshal(NewJob(src, file, l.ts))

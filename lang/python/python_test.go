@@ -148,7 +148,7 @@ func input(t *testing.T, src []byte, file string) []byte {
 func TestWarm(t *testing.T) {
 	python := testenv.NeedTool(t, "python3")
 	l, _ := lang.Lookup(lang.Python)
-	if w := l.Warm.Program(lang.Settings{Python: python}); w.Main != "" || w.Files[Main] != nil || !slices.Contains(w.Args, "--warm") {
+	if w, _ := l.Warm.Program(lang.Settings{Python: python}); w.Main != "" || w.Files[Main] != nil || !slices.Contains(w.Args, "--warm") {
 		t.Errorf("the warm worker holds a program already: %+v", w)
 	}
 	latin1 := append([]byte("# -*- coding: latin-1 -*-\nimport crucible\ncrucible.result = '"), 0xe9, '\'', '\n')

@@ -27,7 +27,7 @@ func init() {
 			// A missing interpreter fails each warm jail as it starts, and
 			// its execution with it: Program's check is not there to say
 			// why, but `crucible doctor` is.
-			Program: func(s lang.Settings) *lang.Program { return WarmProgram(s.Python) },
+			Program: func(s lang.Settings) (*lang.Program, error) { return WarmProgram(s.Python), nil },
 			Input: func(src []byte, file string) ([]byte, error) {
 				return Input(src, file), nil
 			},

@@ -1,0 +1,162 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cruciblehq/crucible/config"
+	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/lang/deno"
+)
+
+// denoPool is a pool of Deno workers with cfg, the default one if nil, on
+// the engine deno, closed at the test's end. Its deno is the repository's
+// (npm install).
+func denoPool(t *testing.T, cfg *config.Config, o PoolOptions) *Pool {
+	t.Helper()
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	cfg.Runtimes.Engine = config.EngineDeno
+	if _, err := deno.Find(cfg.Runtimes.Deno); err != nil {
+		testenv.Missing(t, "no deno: run npm install at the repository's root")
+	}
+	p, err := NewPool(cfg, "ts", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Deno programs, one after another on a pool of 2: each takes a jail that
+// waited ready, and runs in a jail of its own (nothing another left in
+// /tmp or in the runtime); a script's top-level return and a module's
+// default export are the result; an uncaught error names the program's
+// own line; a program that does not parse is a SyntaxError, and never runs.
+func TestPoolDeno(t *testing.T) {
+	cfg := config.Default()
+	cfg.Sandbox.Timeout = config.Duration(30 * time.Second)
+	p := denoPool(t, cfg, PoolOptions{Size: 2})
+	for i := range 4 {
+		awaitReady(t, p, 1)
+		src := fmt.Sprintf(`let fresh = true;
+try { Deno.statSync("/tmp/mark"); fresh = false; } catch { /* none: a fresh jail */ }
+Deno.writeTextFileSync("/tmp/mark", "");
+const n: number = %d;
+console.log("n", n);
+return { n: n * 2, fresh, mark: (globalThis as any).mark ?? null };
+`, i)
+		x, err := p.Do(context.Background(), Job{Language: []string{"ts", "deno"}[i%2], Source: []byte(src), File: "-"})
+		if err != nil || x.Error != nil || x.ExitCode != 0 || x.Stdout != fmt.Sprintf("n %d\n", i) ||
+			string(x.Result) != fmt.Sprintf(`{"n":%d,"fresh":true,"mark":null}`, 2*i) {
+			t.Fatalf("execution %d: %v %+v %+v", i, err, x, x.Error)
+		}
+	}
+	if st := p.Stats(); st.Warm != 4 || st.Failed != 0 {
+		t.Errorf("stats %+v: want 4 warm takes", st)
+	}
+
+	for _, c := range []struct{ name, src, file, result, errName, stack string }{
+		{"a module", "export default await Promise.resolve(40 + 2);\n", "m.ts", "42", "", ""},
+		{"JavaScript", "return typeof 1;\n", "x.js", `"number"`, "", ""},
+		// The language decides, not the file's name: TypeScript's syntax
+		// is JavaScript's error.
+		{"ts as js", "const n: number = 1;\nreturn n;\n", "x.ts", "", "SyntaxError", "main.js:1:7"},
+		{"an uncaught error", "function f(): never {\n  throw new RangeError(\"bad\");\n}\nf();\n", "job.ts", "", "RangeError", "job.ts:2:9"},
+		{"no parse", "const x = (;\n", "-", "", "SyntaxError", "main.ts:1:12"},
+		// The script form began to run: its error is the program's, and
+		// the module form is never tried (it would run it twice).
+		{"a syntax error at run time", "console.log(\"once\");\nnew Function(\"(\");\n", "-", "", "SyntaxError", ""},
+	} {
+		language := "deno"
+		if c.name == "ts as js" {
+			language = "js"
+		}
+		x, err := p.Do(context.Background(), Job{Language: language, Source: []byte(c.src), File: c.file})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.errName == "" {
+			if x.Error != nil || string(x.Result) != c.result {
+				t.Errorf("%s: %s, %+v", c.name, x.Result, x.Error)
+			}
+			continue
+		}
+		if x.Error == nil || x.Error.Name != c.errName || !strings.Contains(x.Error.Stack, c.stack) || x.ExitCode != 1 {
+			t.Errorf("%s: %+v %+v", c.name, x, x.Error)
+		}
+		if strings.Count(x.Stdout, "once") > 1 {
+			t.Errorf("%s: the program ran twice: %q", c.name, x.Stdout)
+		}
+	}
+}
+
+// A pooled Deno program works in the workspace bound late, after its
+// worker waited: its files, its working directory; and Deno's own walls
+// hold beside the jail's (no read outside the program's places, no FFI).
+func TestPoolDenoWorkspace(t *testing.T) {
+	p := denoPool(t, nil, PoolOptions{Size: 1, Workspaces: true})
+	awaitReady(t, p, 1)
+	dir := testenv.PublicDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("from the host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	src := `const out: string[] = [Deno.readTextFileSync("in.txt")];
+Deno.writeTextFileSync("/workspace/out.txt", "from the jail");
+for (const f of [() => Deno.readTextFileSync("/etc/passwd"), () => Deno.dlopen("/usr/lib/x86_64-linux-gnu/libc.so.6", {})]) {
+  try { f(); out.push("allowed"); } catch (e) { out.push((e as Error).name); }
+}
+return out;
+`
+	x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "-", Workspace: dir})
+	if err != nil || x.Error != nil || string(x.Result) != `["from the host","NotCapable","NotCapable"]` {
+		t.Fatalf("%v %+v %+v", err, x, x.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out.txt")); err != nil || string(b) != "from the jail" {
+		t.Errorf("the workspace's file: %q, %v", b, err)
+	}
+}
+
+// A pool of Deno refuses to start without a deno binary, naming the
+// setting to fix.
+func TestPoolDenoMissing(t *testing.T) {
+	cfg := config.Default()
+	cfg.Runtimes.Deno = filepath.Join(t.TempDir(), "deno")
+	cfg.Runtimes.Engine = config.EngineDeno
+	_, err := NewPool(cfg, "ts", PoolOptions{Size: 1})
+	if err == nil || !strings.Contains(err.Error(), "runtimes.deno") || strings.Contains(err.Error(), cfg.Runtimes.Deno) {
+		t.Errorf("a pool without deno: %v", err)
+	}
+}
+
+// A pooled Deno program calls tools over its own channel: each execution
+// has its own session, its limits its own.
+func TestPoolDenoTools(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails with cgroup limits")
+	cfg, tools := everythingTools(t)
+	t.Cleanup(tools.Close) // after the pool's
+	p := denoPool(t, cfg, PoolOptions{Size: 2, Tools: tools})
+	for i := range 2 {
+		src := fmt.Sprintf(`const r: unknown[] = [await tools.ev.echo({ message: "%d" })];
+try { await tools.ev.echo({}); } catch (e) { r.push((e as { kind?: string }).kind); }
+return r;
+`, i)
+		x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "main.ts"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`["Echo: %d","limit"]`, i); string(x.Result) != want || len(x.Violations) != 1 {
+			t.Errorf("execution %d: %s, want %s; %+v %+v", i, x.Result, want, x, x.Error)
+		}
+	}
+}
