@@ -19,20 +19,13 @@ import (
 // (npm install).
 func denoPool(t *testing.T, cfg *config.Config, o PoolOptions) *Pool {
 	t.Helper()
-	testenv.NeedRoot(t, "builds real jails with cgroup limits")
-	if cfg == nil {
-		cfg = config.Default()
-	}
-	cfg.Runtimes.Engine = config.EngineDeno
-	if _, err := deno.Find(cfg.Runtimes.Deno); err != nil {
-		testenv.Missing(t, "no deno: run npm install at the repository's root")
-	}
-	p, err := NewPool(cfg, "ts", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
+	return testPool(t, cfg, "ts", o, func(c *config.Config) string {
+		c.Runtimes.Engine = config.EngineDeno
+		if _, err := deno.Find(c.Runtimes.Deno); err != nil {
+			return "no deno: run npm install at the repository's root"
+		}
+		return ""
+	})
 }
 
 // Deno programs, one after another on a pool of 2: each takes a jail that

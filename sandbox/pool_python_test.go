@@ -20,14 +20,27 @@ import (
 // closed at the test's end.
 func pyPool(t *testing.T, cfg *config.Config, o PoolOptions) *Pool {
 	t.Helper()
+	return testPool(t, cfg, "py", o, func(c *config.Config) string {
+		if unix.Access(c.Runtimes.Python, unix.X_OK) != nil {
+			return "needs python3 at runtimes.python (apt-get install python3)"
+		}
+		return ""
+	})
+}
+
+// testPool is a pool of language with cfg, the default one if nil, closed
+// at the test's end; ready readies cfg for it and says what this machine
+// lacks for it ("" for nothing).
+func testPool(t *testing.T, cfg *config.Config, language string, o PoolOptions, ready func(*config.Config) string) *Pool {
+	t.Helper()
 	testenv.NeedRoot(t, "builds real jails with cgroup limits")
 	if cfg == nil {
 		cfg = config.Default()
 	}
-	if unix.Access(cfg.Runtimes.Python, unix.X_OK) != nil {
-		testenv.Missing(t, "needs python3 at runtimes.python (apt-get install python3)")
+	if why := ready(cfg); why != "" {
+		testenv.Missing(t, why)
 	}
-	p, err := NewPool(cfg, "py", o)
+	p, err := NewPool(cfg, language, o)
 	if err != nil {
 		t.Fatal(err)
 	}

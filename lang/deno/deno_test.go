@@ -42,19 +42,13 @@ func TestFindInParentNodeModules(t *testing.T) {
 // trace and Deno runs its extension; else under main.ts (or the extension
 // its language asks for).
 func TestName(t *testing.T) {
-	for _, c := range []struct{ file, ext, want string }{
-		{"-", "", "main.ts"},
-		{"/home/u/job.ts", "", "job.ts"},
-		{"x.mjs", "", "x.mjs"},
-		{"x.py", "", "main.ts"},
-		{"/a/b/../evil\nname.ts", "", "main.ts"},
-		{".hidden.ts", "", "main.ts"},
-		{"x.ts", ".js", "main.js"},
-		{"x.js", ".js", "x.js"},
-		{"-", ".js", "main.js"},
+	for in, want := range map[[2]string]string{
+		{"-", ""}: "main.ts", {"/home/u/job.ts", ""}: "job.ts", {"x.mjs", ""}: "x.mjs",
+		{"x.py", ""}: "main.ts", {"/a/b/../evil\nname.ts", ""}: "main.ts", {".hidden.ts", ""}: "main.ts",
+		{"x.ts", ".js"}: "main.js", {"x.js", ".js"}: "x.js", {"-", ".js"}: "main.js",
 	} {
-		if got := Name(c.file, c.ext); got != c.want {
-			t.Errorf("Name(%q, %q) = %q, want %q", c.file, c.ext, got, c.want)
+		if got := Name(in[0], in[1]); got != want {
+			t.Errorf("Name(%q, %q) = %q, want %q", in[0], in[1], got, want)
 		}
 	}
 }
