@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -120,7 +121,9 @@ func TestCreateClosedUnstarted(t *testing.T) {
 			}
 		}
 		pid := j.x.cmd.Process.Pid
-		res, err := j.Close()
+		// Wait on an unstarted jail does not wait for an outcome that
+		// cannot come: it closes it.
+		res, err := j.Wait()
 		if res != nil || err == nil {
 			t.Errorf("closed unstarted: %+v, %v; want an error", res, err)
 		}
@@ -153,5 +156,35 @@ func TestCreateNetworkFails(t *testing.T) {
 	}
 	if ran(dir) || out.Len() != 0 {
 		t.Errorf("the command ran without its network: %q", out.String())
+	}
+}
+
+// A late workspace is not bound to an unstarted jail, whose init would
+// never answer: Bind refuses at once.
+func TestCreateBindUnstarted(t *testing.T) {
+	testenv.NeedRoot(t, "the cgroup layer")
+	if !jailIDs().privileged {
+		t.Skip("rootless: no late workspace")
+	}
+	s := spec("/bin/true")
+	s.Late = true
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	j, err := Create(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- j.Bind(t.TempDir()) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("an unstarted jail took a workspace")
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("Bind on an unstarted jail blocked")
+	}
+	if _, err := j.Close(); err == nil {
+		t.Error("closed unstarted: no error")
 	}
 }

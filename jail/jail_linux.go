@@ -89,7 +89,8 @@ type Jail struct {
 	x            *execution
 	ctx          context.Context
 	specW        *os.File // where Start writes spec; nil once started
-	spec         []byte   // init's spec, encoded
+	spec         []byte   // init's spec, encoded; nil once started
+	started      atomic.Bool
 	timeout      time.Duration
 	began        time.Time
 	degraded     []string // layers allowed to be missing, found so before init ran
@@ -154,15 +155,16 @@ func (j *Jail) Network(setup func(netns *os.File) (io.Closer, error)) error {
 // Start starts the command of a created jail: init gets its spec. A
 // second Start does nothing.
 func (j *Jail) Start() {
-	specW := j.specW
+	specW, spec := j.specW, j.spec
 	if specW == nil {
 		return
 	}
-	j.specW = nil
+	j.specW, j.spec = nil, nil
 	j.watch(j.timeout)
+	j.started.Store(true)
 	go func() {
 		// A dead child makes this fail with EPIPE; Wait reports why.
-		_, _ = specW.Write(j.spec)
+		_, _ = specW.Write(spec)
 		specW.Close()
 	}()
 }
@@ -298,6 +300,9 @@ func (j *Jail) Kill() { j.x.kill() }
 // kill, ctx's or the OOM killer's, or when the report has none, Wait
 // waits for init as without it.
 func (j *Jail) Wait() (*Result, error) {
+	if j.specW != nil {
+		return j.Close() // never started: there is no outcome to wait for
+	}
 	if j.waited || j.closed {
 		return j.res, j.err
 	}

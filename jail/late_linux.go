@@ -30,8 +30,8 @@ func newLateWorkspace() *lateWorkspace { return &lateWorkspace{sock: -1} }
 // the command may be handed its work then. It may be called once, from
 // any goroutine; it fails once the jail is over.
 func (j *Jail) Bind(dir string, over ...Layer) error {
-	if j.x.late == nil {
-		return errNotRunning
+	if j.x.late == nil || !j.started.Load() {
+		return errNotRunning // unstarted, init would not answer
 	}
 	return j.x.late.bind(dir, over)
 }

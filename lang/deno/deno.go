@@ -101,14 +101,16 @@ func command(denoPath string, args ...string) []string {
 // env is Deno's environment in the jail: its caches on the jail's /tmp.
 var env = map[string]string{"DENO_DIR": cache, "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1"}
 
-// Program runs src, a program named like file (its extension tells Deno
-// whether it is TypeScript), with the deno binary at denoPath.
-func Program(src []byte, file, denoPath string) *lang.Program {
-	main := dir + "/main" + path.Ext(Name(file, ""))
+// Program runs src, a program named like file, with the deno binary at
+// denoPath; ext, if not "", is its extension whatever file's says (see
+// Name: the extension tells Deno whether it is TypeScript).
+func Program(src []byte, file, ext, denoPath string) *lang.Program {
+	name := Name(file, ext)
+	main := dir + "/main" + path.Ext(name)
 	return &lang.Program{
 		Lang:     lang.Deno,
 		Main:     main,
-		Args:     command(denoPath, main, Name(file, "")),
+		Args:     command(denoPath, main, name),
 		Env:      env,
 		Files:    map[string][]byte{main: src, runner: runnerSource},
 		ReadOnly: []string{denoPath},

@@ -26,7 +26,7 @@ func As(name string, exts []string, ext string) lang.Language {
 			if err != nil {
 				return nil, err
 			}
-			p := Program(src, Name(file, ext), bin)
+			p := Program(src, file, ext, bin)
 			p.Lang = name
 			return p, nil
 		},
