@@ -14,11 +14,7 @@ import (
 // there (Intl, which the embedded engine lacks), the session's workspace
 // stays, the tools are called, and a refused host is a violation.
 func TestExecuteOnDeno(t *testing.T) {
-	probe := config.Default()
-	probe.Runtimes.Engine = config.EngineDeno
-	if sandbox.CheckEngine(probe) != nil {
-		testenv.Missing(t, "no deno: run npm install at the repository's root")
-	}
+	needDeno(t)
 	ev := everything(t)
 	s := ownServer(t, func(c *config.Config) {
 		c.Runtimes.Engine = config.EngineDeno
@@ -51,5 +47,29 @@ return { echoed, host };`})
 	}
 	if st := p.Stats(); st.Warm+st.Cold != 2 {
 		t.Errorf("the Deno pool ran %d programs, want 2: %+v", st.Warm+st.Cold, st)
+	}
+}
+
+// needDeno is Missing without the repository's deno (npm install).
+func needDeno(t *testing.T) {
+	t.Helper()
+	probe := config.Default()
+	probe.Runtimes.Engine = config.EngineDeno
+	if sandbox.CheckEngine(probe) != nil {
+		testenv.Missing(t, "no deno: run npm install at the repository's root")
+	}
+}
+
+// onEngines runs test once on each engine of ts and js, as a subtest
+// named after it: the embedded engine, then Deno.
+func onEngines(t *testing.T, test func(t *testing.T, engine string)) {
+	t.Helper()
+	for _, engine := range []string{config.EngineEmbedded, config.EngineDeno} {
+		t.Run(engine, func(t *testing.T) {
+			if engine == config.EngineDeno {
+				needDeno(t)
+			}
+			test(t, engine)
+		})
 	}
 }

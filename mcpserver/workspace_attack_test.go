@@ -17,10 +17,14 @@ import (
 // rounds, in a session and by handle, in TypeScript and Python: each
 // program lists /workspace and leaves a marker. No program ever sees the
 // other client's marker, nor one of its own other workspace; each
-// workspace holds its own markers only.
+// workspace holds its own markers only. On each engine of TypeScript.
 func TestAttackTwoClientsOnePool(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
-	s := newServer(t, func(c *config.Config) { c.Serve.Pool = 1; c.Serve.Rate = 0 })
+	onEngines(t, twoClientsOnePool)
+}
+
+func twoClientsOnePool(t *testing.T, engine string) {
+	s := newServer(t, func(c *config.Config) { c.Serve.Pool = 1; c.Serve.Rate = 0; c.Runtimes.Engine = engine })
 	url := serveHTTP(t, s)
 	type client struct {
 		name   string

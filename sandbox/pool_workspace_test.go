@@ -33,31 +33,36 @@ func hostWorkspace(t *testing.T) string {
 // brings, bound late into a jail built without one: the program reads and
 // writes it by absolute and by relative paths, what it writes belongs to
 // the directory's owner, and two workspaces taking turns through one pool
-// each see only their own files. Python's runner and the engine's worker
-// alike.
+// each see only their own files. Python's runner, the engine's worker and
+// Deno alike.
 func TestPoolWorkspaces(t *testing.T) {
-	for _, c := range []struct {
-		language, src string
-	}{
-		{"ts", `const name = %q;
+	const ts = `const name = %q;
 fs.writeTextFile(name, "x");
 fs.writeTextFile("/workspace/abs-" + name, "y");
-return fs.readDir(".").map((e) => e.name).sort().join(" ")`},
-		{"py", `import os, crucible
+return fs.readDir(".").map((e) => e.name).sort().join(" ")`
+	for _, c := range []struct {
+		name, language, engine, src string
+	}{
+		{"ts", "ts", config.EngineEmbedded, ts},
+		{"ts on deno", "ts", config.EngineDeno, ts},
+		{"py", "py", "", `import os, crucible
 name = %q
 open(name, "w").write("x")
 open("/workspace/abs-" + name, "w").write("y")
 crucible.result = " ".join(sorted(os.listdir(".")))`},
 	} {
-		t.Run(c.language, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			o := PoolOptions{Size: 2, Workspaces: true}
+			cfg := config.Default()
 			var p *Pool
-			if c.language == "py" {
-				p = pyPool(t, nil, o)
+			if cfg.Runtimes.Engine = c.engine; c.language == "py" {
+				p = pyPool(t, cfg, o)
 			} else {
-				p = jsPool(t, o, 0)
+				if c.engine == config.EngineDeno {
+					needDeno(t, cfg)
+				}
+				p = enginePool(t, cfg, o)
 			}
-			defer p.Close()
 			dirs := map[string]string{"a": hostWorkspace(t), "b": hostWorkspace(t)}
 			want := map[string][]string{}
 			for round := range 3 {

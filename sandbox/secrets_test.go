@@ -226,36 +226,30 @@ func TestRedactor(t *testing.T) {
 
 // A pool's jails are built before their work: each gets placeholders of
 // its own when it is built, and a pool of a configuration with secrets
-// refuses to run without them.
+// refuses to run without them. On each engine.
 func TestPoolSecrets(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails with cgroup limits")
-	cfg, s := tokenSecrets(t)
-	p, err := NewPool(cfg, "ts", PoolOptions{Size: 2, Secrets: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	seen := map[string]bool{}
-	for range 3 {
-		x, err := p.Do(context.Background(), Job{Source: []byte(`return env.TOKEN`), File: "-"})
-		if err != nil || x.ExitCode != 0 {
-			t.Fatalf("%v %+v", err, x)
+	secrets, s := tokenSecrets(t)
+	onEngines(t, secrets, func(t *testing.T, cfg *config.Config) {
+		p := enginePool(t, cfg, PoolOptions{Size: 2, Secrets: s})
+		seen := map[string]bool{}
+		for range 3 {
+			x, err := p.Do(context.Background(), Job{Source: []byte(`return env.TOKEN`), File: "-"})
+			if err != nil || x.ExitCode != 0 {
+				t.Fatalf("%v %+v", err, x)
+			}
+			var ph string
+			if err := json.Unmarshal(x.Result, &ph); err != nil || len(ph) != len(testValue) || ph == testValue || seen[ph] {
+				t.Errorf("placeholder %s: want one of the value's length, new in each jail", x.Result)
+			}
+			seen[ph] = true
 		}
-		var ph string
-		if err := json.Unmarshal(x.Result, &ph); err != nil || len(ph) != len(testValue) || ph == testValue || seen[ph] {
-			t.Errorf("placeholder %s: want one of the value's length, new in each jail", x.Result)
-		}
-		seen[ph] = true
-	}
 
-	q, err := NewPool(cfg, "ts", PoolOptions{Size: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	if _, err := q.Do(context.Background(), Job{Source: []byte(`return 1`), File: "-"}); err == nil || !strings.Contains(err.Error(), "LoadSecrets") {
-		t.Errorf("secrets not given to the pool: %v", err)
-	}
+		q := enginePool(t, cfg, PoolOptions{Size: 1})
+		if _, err := q.Do(context.Background(), Job{Source: []byte(`return 1`), File: "-"}); err == nil || !strings.Contains(err.Error(), "LoadSecrets") {
+			t.Errorf("secrets not given to the pool: %v", err)
+		}
+	})
 }
 
 // An answer on the tools channel that holds a value (here, the error that

@@ -46,7 +46,7 @@ function handle(m) {
 func TestAttackToolPolicy(t *testing.T) {
 	src := `import crucible
 out = {}
-for name in ["admin/delete_repo", "delete_/x", "Admin/Delete_repo", "admin/dеlete_repo", "read_file", "get_secret", "Get_issue", "get_issue"]:
+for name in ` + literal(toolPolicyNames) + `:
     try:
         out[name] = crucible.tools.call("agg", name, {})
     except crucible.ToolError as e:
@@ -57,8 +57,22 @@ except crucible.ToolError as e:
     out["resource"] = e.kind + ": " + str(e)
 crucible.result = out
 `
-	r, served := runAgainstAggregator(t, `    tools: {allow: ["get_*", "*delete*"], deny: ["*delete*"]}
-`, src)
+	r, served := runAgainstAggregator(t, toolPolicy, src)
+	checkToolPolicy(t, r, served)
+}
+
+// toolPolicy is TestAttackToolPolicy's policy of agg's tools.
+const toolPolicy = `    tools: {allow: ["get_*", "*delete*"], deny: ["*delete*"]}
+`
+
+// toolPolicyNames are the tools that TestAttackToolPolicy's programs call.
+var toolPolicyNames = []string{"admin/delete_repo", "delete_/x", "Admin/Delete_repo", "admin/dеlete_repo", "read_file", "get_secret", "Get_issue", "get_issue"}
+
+// checkToolPolicy checks the result of a program that called each of
+// toolPolicyNames and read a resource under toolPolicy, and what the
+// server served: each is refused with a violation but the allowed call.
+func checkToolPolicy(t *testing.T, r *Result, served string) {
+	t.Helper()
 	var out map[string]any
 	if err := json.Unmarshal(r.Result, &out); err != nil {
 		t.Fatalf("%v: %s\n%+v", err, r.Result, r)
@@ -133,18 +147,12 @@ func TestAttackArgumentsAsJudged(t *testing.T) {
 	src := callEach(`dumps = json.dumps
 json.dumps = lambda v, **kw: dumps(v, **kw).replace('"FORGE":1', '"owner":"victim","owner":"acme"')
 `, "transfer", `[{"FORGE": 1}, {"owner": "acme", "Owner": "victim"}, {"owner": "acme", "id": 9007199254740993}, {"owner": "acme", "force": "true"}, {"owner": "acme", "id": 7}]`)
-	r, served := runAgainstAggregator(t, `    rules:
-      - tools: ["transfer"]
-        allow_if: 'args.owner == "acme" && (!has(args.force) || args.force != true) && (!has(args.id) || args.id != 9007199254740992)'
-`, src)
+	r, served := runAgainstAggregator(t, argumentsRule, src)
 	var out []string
 	if err := json.Unmarshal(r.Result, &out); err != nil || len(out) != 5 {
 		t.Fatalf("%v: %s\n%+v", err, r.Result, r)
 	}
-	for i, want := range []string{`tool: tool transfer is refused: the arguments have the key "owner" twice`,
-		`tool: tool transfer is refused: the arguments have the keys "owner" and "Owner"`,
-		`tool: tool transfer is refused: the arguments hold the integer 9007199254740993, past 2^53`,
-		`tool: tool transfer is refused: the condition of rule 0 of this server`, "done: transfer"} {
+	for i, want := range argumentsJudged {
 		if !strings.Contains(out[i], want) {
 			t.Errorf("call %d: %q, want %q", i, out[i], want)
 		}
@@ -159,6 +167,20 @@ json.dumps = lambda v, **kw: dumps(v, **kw).replace('"FORGE":1', '"owner":"victi
 		t.Errorf("the server served:\n%s\nwant:\n%s", served, want)
 	}
 }
+
+// argumentsRule is TestAttackArgumentsAsJudged's rule of agg's transfer.
+const argumentsRule = `    rules:
+      - tools: ["transfer"]
+        allow_if: 'args.owner == "acme" && (!has(args.force) || args.force != true) && (!has(args.id) || args.id != 9007199254740992)'
+`
+
+// argumentsJudged is what each of TestAttackArgumentsAsJudged's calls
+// gets: the same key twice, keys in two cases, an integer past 2^53, a
+// bool as a string (compared with a bool), and the allowed call.
+var argumentsJudged = []string{`tool: tool transfer is refused: the arguments have the key "owner" twice`,
+	`tool: tool transfer is refused: the arguments have the keys "owner" and "Owner"`,
+	`tool: tool transfer is refused: the arguments hold the integer 9007199254740993, past 2^53`,
+	`tool: tool transfer is refused: the condition of rule 0 of this server`, "done: transfer"}
 
 // callEach is a Python program that runs prelude, then calls agg's tool
 // with each of args (a Python list) in turn; its result is the list of
@@ -179,9 +201,26 @@ crucible.result = out
 // key), and returns the result and what the server served.
 func runAgainstAggregator(t *testing.T, policy, src string) (*Result, string) {
 	t.Helper()
+	testenv.NeedTool(t, "python3")
+	cfg, tools, served := aggregatorTools(t, policy)
+	prog, err := Program(cfg, "py", []byte(src), "main.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), cfg, prog, Options{Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, served()
+}
+
+// aggregatorTools is a configuration whose one tool server is the
+// aggregator, as agg with policy (YAML under the server's key), its
+// tools, and what the server has served so far.
+func aggregatorTools(t *testing.T, policy string) (*config.Config, *Tools, func() string) {
+	t.Helper()
 	testenv.NeedRoot(t, "builds real jails")
 	node := testenv.NeedTool(t, "node")
-	testenv.NeedTool(t, "python3")
 	dir := testenv.PublicDir(t)
 	script, log := filepath.Join(dir, "agg.js"), filepath.Join(t.TempDir(), "served.log")
 	if err := os.WriteFile(script, []byte(aggregator), 0o644); err != nil {
@@ -199,14 +238,8 @@ func runAgainstAggregator(t *testing.T, policy, src string) (*Result, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tools.Close)
-	prog, err := Program(cfg, "py", []byte(src), "main.py")
-	if err != nil {
-		t.Fatal(err)
+	return cfg, tools, func() string {
+		served, _ := os.ReadFile(log)
+		return string(served)
 	}
-	r, err := Run(context.Background(), cfg, prog, Options{Tools: tools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served, _ := os.ReadFile(log)
-	return r, string(served)
 }

@@ -4,6 +4,8 @@
 // JSON object. It runs inside the program's own process: it is a
 // convenience, not a boundary.
 const encoder = new TextEncoder();
+// The runner's own JSON, taken before the program can replace the global's.
+const { parse, stringify } = JSON;
 
 function report(text) {
   try {
@@ -38,7 +40,7 @@ async function openChannel() {
   socket.on("data", (d) => {
     buf += d;
     for (let i; (i = buf.indexOf("\n")) >= 0;) {
-      const a = JSON.parse(buf.slice(0, i));
+      const a = parse(buf.slice(0, i));
       buf = buf.slice(i + 1);
       const p = c.pending.get(a.id);
       if (!p) continue;
@@ -66,7 +68,7 @@ async function request(req) {
   return new Promise((resolve, reject) => {
     c.pending.set(id, { resolve, reject });
     c.socket.ref();
-    c.socket.write(JSON.stringify({ id, ...req }) + "\n");
+    c.socket.write(stringify({ id, ...req }) + "\n");
   });
 }
 async function toolName(server, name) {
@@ -100,6 +102,43 @@ Object.defineProperty(globalThis, "tools", {
   writable: true,
   configurable: true,
 });
+
+// env and fs: the embedded engine's two globals of its own, on Deno's
+// APIs, so that a program written for one engine runs on the other. Deno's
+// own flags, then the jail, bound what fs reaches; env is the sandbox's
+// environment, frozen.
+const define = (name, value) => Object.defineProperty(globalThis, name, { value, writable: true, configurable: true });
+define("env", Object.freeze(Object.assign(Object.create(null), Deno.env.toObject())));
+const fileInfo = (s, name) => ({
+  ...(name === undefined ? {} : { name }),
+  size: s.size, isFile: s.isFile, isDirectory: s.isDirectory, isSymlink: s.isSymlink,
+  mtime: s.mtime,
+});
+const writeOptions = (o) => ({ append: !!o?.append });
+define("fs", Object.freeze({
+  readTextFile: (p) => Deno.readTextFileSync(p),
+  readFile: (p) => Deno.readFileSync(p),
+  writeTextFile: (p, s, o) => Deno.writeTextFileSync(p, String(s), writeOptions(o)),
+  writeFile: (p, d, o) =>
+    ArrayBuffer.isView(d) || d instanceof ArrayBuffer
+      ? Deno.writeFileSync(p, ArrayBuffer.isView(d) ? new Uint8Array(d.buffer, d.byteOffset, d.byteLength) : new Uint8Array(d), writeOptions(o))
+      : Deno.writeTextFileSync(p, String(d), writeOptions(o)),
+  readDir: (p = ".") =>
+    Array.from(Deno.readDirSync(p), (e) => fileInfo(Deno.lstatSync(`${p}/${e.name}`), e.name))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+  stat: (p) => fileInfo(Deno.lstatSync(p)),
+  exists: (p) => {
+    try {
+      Deno.lstatSync(p);
+      return true;
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return false;
+      throw e;
+    }
+  },
+  mkdir: (p, o) => Deno.mkdirSync(p, { recursive: !!o?.recursive }),
+  remove: (p, o) => Deno.removeSync(p, { recursive: !!o?.recursive }),
+}));
 
 // The program's two forms, as the embedded engine has them: a program
 // without import or export is the body of an async function (a top-level
@@ -158,7 +197,7 @@ function syntaxError(e) {
 // job reads a warm worker's job from stdin, once ready: {source, name}.
 async function job() {
   report("\n"); // ready: the pool may hand this jail work now (lang.ReadyMark)
-  const input = JSON.parse(new TextDecoder().decode(await new Response(Deno.stdin.readable).arrayBuffer()));
+  const input = parse(new TextDecoder().decode(await new Response(Deno.stdin.readable).arrayBuffer()));
   if (typeof input?.source !== "string" || typeof input?.name !== "string") throw new Error("no name and program");
   // The workspace may have been bound over our working directory while
   // we waited (lang.Warm): enter it.
@@ -188,7 +227,7 @@ try {
   const value = await mod.default;
   let text;
   try {
-    text = JSON.stringify({ result: value === undefined ? null : value });
+    text = stringify({ result: value === undefined ? null : value });
   } catch (e) {
     throw new TypeError("the result cannot be encoded as JSON: " + (e?.message ?? e));
   }
@@ -196,6 +235,6 @@ try {
 } catch (e) {
   const err = describe(e);
   console.error(err.stack || `${err.name}: ${err.message}`);
-  report(JSON.stringify({ error: err }));
+  report(stringify({ error: err }));
   Deno.exit(1);
 }
