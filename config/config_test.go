@@ -252,7 +252,7 @@ func TestLoadFull(t *testing.T) {
 	}
 	wantServe := Serve{Token: "0123456789abcdef0123", Tokens: []string{"fedcba9876543210fedc"}, AllowedOrigins: []string{"http://localhost:3000"}, MaxConcurrent: 8,
 		BusyWait: Duration(500 * time.Millisecond), Rate: 2.5, Burst: 5, WorkspaceTTL: Duration(10 * time.Minute), MaxWorkspaces: 64,
-		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, Skills: "/srv/crucible/skills", SkillsWritable: true, SavedSkills: "/srv/crucible/saved-skills",
+		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, TypeCheck: true, Skills: "/srv/crucible/skills", SkillsWritable: true, SavedSkills: "/srv/crucible/saved-skills",
 		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true, MaxWorkspacesPerClient: 8, MaxSessionsPerClient: 4, SkillsPerClient: 8, SkillBytesPerClient: 1 * MiB, DrainTimeout: Duration(2 * time.Minute),
 		OAuth:    OAuth{Issuer: "https://auth.example.com", Audience: "https://crucible.example.com/mcp", Scopes: []string{"crucible"}, JWKSURL: "https://auth.example.com/jwks.json"},
 		Replicas: Replicas{Name: "crucible-0", Peer: "http://{name}.crucible-peers:8080", Key: SecretSource{From: "file:/etc/crucible/replica-key"}}}

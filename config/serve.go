@@ -95,6 +95,12 @@ type Serve struct {
 	// and js, one for py). Default 2; 0 to 64 (0: every execution builds
 	// its jail).
 	Pool int `yaml:"pool"`
+	// TypeCheck type-checks every TypeScript and JavaScript program before
+	// it runs, as execute's check: true does (a program that does not
+	// pass does not run). It needs them on Deno (runtimes.engine deno, or
+	// auto with a deno binary): serve refuses to start otherwise. Default
+	// false.
+	TypeCheck bool `yaml:"typecheck"`
 	// Skills is a host directory of reusable programs, read-only at
 	// /skills in the jail and listed as MCP resources. Default "": none.
 	Skills string `yaml:"skills"`

@@ -36,6 +36,19 @@ type Language struct {
 	// Warm, if not nil, lets a jail be built before its program arrives
 	// (sandbox.Pool).
 	Warm *Warm
+	// TypeCheck, if not nil, is the language's type checker, which runs
+	// inside the program's jail before the program: a program that does
+	// not type-check, or whose check cannot finish, does not run.
+	TypeCheck *TypeCheck
+}
+
+// TypeCheck plans a program that is type-checked against declarations
+// (TypeScript's, of the globals the program may use beyond the
+// runtime's: its tools) before it runs: cold, as Language.Program does,
+// or warm, as Warm.Input does.
+type TypeCheck struct {
+	Program func(src []byte, file, declarations string, s Settings) (*Program, error)
+	Input   func(src []byte, file, declarations string) ([]byte, error)
 }
 
 // Warm is a language's way to wait in a ready jail: a worker that readies

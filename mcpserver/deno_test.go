@@ -1,12 +1,15 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 	"github.com/cruciblehq/crucible/sandbox"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // With runtimes.engine deno, execute's TypeScript and JavaScript run on a
@@ -72,4 +75,80 @@ func onEngines(t *testing.T, test func(t *testing.T, engine string)) {
 			test(t, engine)
 		})
 	}
+}
+
+// execute's check: on Deno, a program that calls a tool with a wrong
+// argument is a TypeCheckError and runs nothing (no tool call); one that
+// passes runs. serve.typecheck checks every program without being asked,
+// and check: false skips it. On the embedded engine execute has no check
+// (a check asked for is refused), and serve.typecheck refuses to start.
+func TestExecuteTypeCheck(t *testing.T) {
+	needDeno(t)
+	ev := everything(t)
+	const wrong = `await tools.ev.echo({ mesage: "hi" });
+return "ran";`
+	for _, every := range []bool{false, true} {
+		s := ownServer(t, func(c *config.Config) {
+			c.Runtimes.Engine = config.EngineDeno
+			c.Serve.TypeCheck = every
+			c.Servers = map[string]config.Server{"ev": ev}
+		}, Options{})
+		cs := connect(t, s)
+		if !hasCheck(t, cs) {
+			t.Error("execute on Deno has no check")
+		}
+		args := map[string]any{"code": wrong}
+		if !every {
+			args["check"] = true
+		}
+		res, out := execute(t, cs, args)
+		if !res.IsError || out == nil || out.Error == nil || out.Error.Name != "TypeCheckError" ||
+			!strings.Contains(out.Error.Message, "execute.ts:1:23 TS2561 ") || len(out.ToolCalls) != 0 || string(out.Result) == `"ran"` {
+			t.Errorf("typecheck %v: a wrong argument: %q %+v", every, text(res), out)
+		}
+		args["code"] = `return await tools.ev.echo({ message: "hi" });`
+		if res, out := execute(t, cs, args); res.IsError || out == nil || string(out.Result) != `"Echo: hi"` {
+			t.Errorf("typecheck %v: a program that passes: %q %+v", every, text(res), out)
+		}
+		if res, out := execute(t, cs, map[string]any{"code": `const n: number = "one";` + "\nreturn \"ran\";", "check": false}); res.IsError || out == nil || string(out.Result) != `"ran"` {
+			t.Errorf("typecheck %v: check false: %q %+v", every, text(res), out)
+		}
+		if res, _ := execute(t, cs, map[string]any{"language": "py", "code": "1", "check": true}); !res.IsError || !strings.Contains(text(res), "check: type checking is for TypeScript and JavaScript") {
+			t.Errorf("typecheck %v: a Python program checked: %q", every, text(res))
+		}
+	}
+
+	s := newServer(t, nil)
+	cs := connect(t, s)
+	if hasCheck(t, cs) {
+		t.Error("execute on the embedded engine offers check")
+	}
+	if res, _ := execute(t, cs, map[string]any{"code": "return 1", "check": true}); !res.IsError || !strings.Contains(text(res), `"check"`) {
+		t.Errorf("a check on the embedded engine: %q", text(res))
+	}
+	cfg, tools := testConfig(t, func(c *config.Config) { c.Serve.TypeCheck = true })
+	defer tools.Close()
+	if s, err := New(Options{Config: cfg, Tools: tools}); err == nil || !strings.Contains(err.Error(), "serve.typecheck") {
+		if s != nil {
+			_ = s.Close()
+		}
+		t.Errorf("serve.typecheck on the embedded engine: %v", err)
+	}
+}
+
+// hasCheck says whether execute's input schema has check.
+func hasCheck(t *testing.T, cs *mcp.ClientSession) bool {
+	t.Helper()
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range list.Tools {
+		if tool.Name == "execute" {
+			b, _ := json.Marshal(tool.InputSchema)
+			return strings.Contains(string(b), `"check"`)
+		}
+	}
+	t.Fatal("no execute tool")
+	return false
 }

@@ -28,6 +28,7 @@ type executeIn struct {
 	Code      string `json:"code"`
 	Language  string `json:"language,omitempty"`
 	Workspace string `json:"workspace,omitempty"`
+	Check     *bool  `json:"check,omitempty"` // nil: serve.typecheck's
 }
 
 // executeOut is execute's structured result: the execution's
@@ -124,7 +125,7 @@ func orList(items []string) string {
 // maxCode bounds a program's source.
 const maxCode = 1 << 20
 
-func executeTool() (*mcp.Tool, error) {
+func executeTool(checks bool) (*mcp.Tool, error) {
 	out, err := outputSchema()
 	if err != nil {
 		return nil, fmt.Errorf("the output schema of execute: %w", err)
@@ -134,6 +135,15 @@ func executeTool() (*mcp.Tool, error) {
 	for _, l := range languageNames() {
 		enum = append(enum, l)
 	}
+	props := map[string]*jsonschema.Schema{
+		"code":      str("The program's source."),
+		"language":  {Type: "string", Enum: enum, Description: `The program's language; default "ts" (TypeScript).`},
+		"workspace": str("A workspace handle from an earlier result, to run in the same /workspace."),
+	}
+	if checks {
+		props["check"] = &jsonschema.Schema{Type: "boolean", Description: "Type-check the TypeScript or JavaScript against the tools' declarations (those search_tools shows) before it runs: " +
+			"a program that does not pass does not run, and its error (TypeCheckError) lists each mistake at its line."}
+	}
 	return &mcp.Tool{
 		Name:  "execute",
 		Title: "Run a program in a sandbox",
@@ -141,13 +151,9 @@ func executeTool() (*mcp.Tool, error) {
 			"The program calls MCP tools as `await tools.<server>.<tool>({...})` (TypeScript/JavaScript) or `tools.<server>.<tool>(...)` after `from crucible import tools` (Python); " +
 			"use search_tools to find them. A final `return` gives the result. /workspace persists for the next execute given the result's workspace handle.",
 		InputSchema: &jsonschema.Schema{
-			Type:     "object",
-			Required: []string{"code"},
-			Properties: map[string]*jsonschema.Schema{
-				"code":      str("The program's source."),
-				"language":  {Type: "string", Enum: enum, Description: `The program's language; default "ts" (TypeScript).`},
-				"workspace": str("A workspace handle from an earlier result, to run in the same /workspace."),
-			},
+			Type:                 "object",
+			Required:             []string{"code"},
+			Properties:           props,
 			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 		},
 		OutputSchema: out,
@@ -255,9 +261,13 @@ func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest,
 	}
 	defer s.spaces.Release(ws)
 
+	check, err := v.typeCheck(ctx, in, language)
+	if err != nil {
+		return nil, err
+	}
 	// The file name that the program's errors call it by.
 	file := "execute" + languages[l].Ext
-	res, err := s.runProgram(ctx, v, ws.Dir, savedSkillsOf(v, client), language, in.Code, file, caller)
+	res, err := s.runProgram(ctx, v, ws.Dir, savedSkillsOf(v, client), language, in.Code, file, caller, check)
 	if err != nil {
 		return nil, s.didNotRun(err)
 	}
@@ -352,16 +362,58 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 	return ctx, cancel
 }
 
+// typeCheck is the type check that an execution gets, or nil for none:
+// as execute's check says, else as serve.typecheck does for the languages
+// that can be checked. A check asked for where none can be made is
+// refused, and says how to get one. Type checking helps the model; it is
+// no wall, and check: false skips it.
+func (v *view) typeCheck(ctx context.Context, in executeIn, language string) (*sandbox.TypeCheck, error) {
+	can := sandbox.CanTypeCheck(v.cfg, language)
+	want := v.cfg.Serve.TypeCheck && can == nil
+	if in.Check != nil {
+		want = *in.Check
+	}
+	switch {
+	case !want:
+		return nil, nil
+	case can != nil:
+		return nil, fmt.Errorf("check: %w", can)
+	}
+	return &sandbox.TypeCheck{Declarations: v.declarations(ctx)}, nil
+}
+
+// declarations are the TypeScript declarations of v's tools, as
+// search_tools shows them. A server that cannot list its tools now is
+// declared with any tool, so that its calls are not the check's errors.
+func (v *view) declarations(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	tools, err := v.tools.List(ctx)
+	d := sandbox.ToolDeclarations(tools)
+	if err != nil {
+		for _, name := range unlistedServers(v.tools.Servers(), tools) {
+			d += fmt.Sprintf("\n// %s could not list its tools now.\ndeclare namespace tools {\n  const %s: { [tool: string]: (args?: Record<string, unknown>) => Promise<unknown> };\n}\n", name, name)
+		}
+	}
+	return d
+}
+
 // runProgram runs the program with dir at /workspace, and the client's
 // saved skills ("": none) over the view's: in a warm jail of the pool of
 // its language, else in a new jail.
-func (s *Server) runProgram(ctx context.Context, v *view, dir, saved, language, code, file string, caller toolbridge.Caller) (*sandbox.Result, error) {
+func (s *Server) runProgram(ctx context.Context, v *view, dir, saved, language, code, file string, caller toolbridge.Caller, check *sandbox.TypeCheck) (*sandbox.Result, error) {
 	if p := v.poolFor(language); p != nil {
-		return p.Do(ctx, sandbox.Job{Source: []byte(code), File: file, Language: language, Workspace: dir, SavedSkills: saved, Caller: caller})
+		return p.Do(ctx, sandbox.Job{Source: []byte(code), File: file, Language: language, Workspace: dir, SavedSkills: saved, Caller: caller, TypeCheck: check})
 	}
 	cfg := *v.cfg
 	cfg.Sandbox.Workspace = dir
-	prog, err := sandbox.Program(&cfg, language, []byte(code), file)
+	var prog *lang.Program
+	var err error
+	if check != nil {
+		prog, err = sandbox.CheckedProgram(&cfg, language, []byte(code), file, check)
+	} else {
+		prog, err = sandbox.Program(&cfg, language, []byte(code), file)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -154,8 +154,9 @@ func TestGoldenInstructions(t *testing.T) {
 		{"skills", skillsConfig(t, false)},
 		{"skills-writable", skillsConfig(t, true)},
 		{"deno", func(c *config.Config) { c.Runtimes.Engine = config.EngineDeno }},
+		{"deno-typecheck", func(c *config.Config) { c.Runtimes.Engine = config.EngineDeno; c.Serve.TypeCheck = true }},
 	} {
-		if c.name == "deno" {
+		if strings.HasPrefix(c.name, "deno") {
 			cfg := config.Default()
 			c.edit(cfg)
 			if sandbox.CheckEngine(cfg) != nil {

@@ -123,6 +123,11 @@ func firstLine(s string) string {
 
 // unlisted names the servers that have no tool in tools.
 func unlisted(servers []string, tools []sandbox.Tool) string {
+	return strings.Join(unlistedServers(servers, tools), ", ")
+}
+
+// unlistedServers are those of servers that have no tool in tools.
+func unlistedServers(servers []string, tools []sandbox.Tool) []string {
 	seen := map[string]bool{}
 	for _, t := range tools {
 		seen[t.Server] = true
@@ -133,5 +138,5 @@ func unlisted(servers []string, tools []sandbox.Tool) string {
 			out = append(out, s)
 		}
 	}
-	return strings.Join(out, ", ")
+	return out
 }

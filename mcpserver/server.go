@@ -29,6 +29,7 @@ import (
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/randomid"
+	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/mcpserver/auth"
 	"github.com/cruciblehq/crucible/replica"
 	"github.com/cruciblehq/crucible/sandbox"
@@ -335,6 +336,11 @@ func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 	ins := instructions
 	if sandbox.Engine(v.cfg) == config.EngineDeno {
 		ins += "\n\n" + denoInstructions
+		if v.cfg.Serve.TypeCheck {
+			ins += " Each program is type-checked against the tools' declarations before it runs (check: false skips it); one that does not pass does not run, and its TypeCheckError lists each mistake."
+		} else {
+			ins += " execute's check: true type-checks a program against the tools' declarations before it runs; one that does not pass does not run, and its TypeCheckError lists each mistake."
+		}
 	}
 	if v.cfg.Serve.Skills != "" {
 		ins += "\n\nSkills: reusable programs, listed as resources skill://NAME; import them as `import { f } from \"/skills/NAME.ts\"` (Python: `import NAME`)."
@@ -349,7 +355,7 @@ func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
 		so.GetSessionID = func() string { return s.mint("se_") }
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crucible", Title: "Crucible", Version: s.o.Version}, so)
-	et, err := executeTool()
+	et, err := executeTool(sandbox.CanTypeCheck(v.cfg, lang.TypeScript) == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -450,6 +456,9 @@ func (s *Server) profileView(name string) (*view, error) {
 func (s *Server) build(v *view) error {
 	if err := sandbox.CheckEngine(v.cfg); err != nil {
 		return err
+	}
+	if err := sandbox.CanTypeCheck(v.cfg, lang.TypeScript); v.cfg.Serve.TypeCheck && err != nil {
+		return fmt.Errorf("serve.typecheck: %w", err)
 	}
 	sv := &s.cfg.Serve
 	if sv.Pool > 0 {

@@ -29,6 +29,56 @@ func Program(cfg *config.Config, language string, src []byte, file string) (*lan
 	return p, nil
 }
 
+// TypeCheck is a type check of a program before it runs: against
+// Declarations, the TypeScript declarations of its tools (as
+// ToolDeclarations makes them), beside its runtime's own.
+type TypeCheck struct {
+	Declarations string
+}
+
+// CanTypeCheck says why programs in language cannot be type-checked under
+// cfg, or nil if they can: TypeScript and JavaScript on Deno (engine deno,
+// or auto with a deno binary) and language deno.
+func CanTypeCheck(cfg *config.Config, language string) error {
+	l, err := lookup(cfg, language)
+	if err != nil {
+		return err
+	}
+	if l.TypeCheck == nil {
+		if language == lang.TypeScript || language == lang.JavaScript {
+			return fmt.Errorf("type checking needs Deno: %s runs on the embedded engine, which does not check types (set runtimes.engine to deno, or to auto with a deno binary)", language)
+		}
+		return fmt.Errorf("type checking is for TypeScript and JavaScript on Deno, not %s", language)
+	}
+	return nil
+}
+
+// CheckedProgram is Program, type-checked as c says before it runs (see
+// CanTypeCheck): a program that does not pass does not run, and its result's
+// error lists why (a TypeCheckError).
+func CheckedProgram(cfg *config.Config, language string, src []byte, file string, c *TypeCheck) (*lang.Program, error) {
+	if err := CanTypeCheck(cfg, language); err != nil {
+		return nil, err
+	}
+	l, _ := lookup(cfg, language) // CanTypeCheck found it
+	p, err := l.TypeCheck.Program(src, file, c.Declarations, settings(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", language, err)
+	}
+	return p, nil
+}
+
+// jobInput is a warm worker's stdin for job, a program in l.
+func jobInput(l lang.Language, job Job) ([]byte, error) {
+	if job.TypeCheck == nil {
+		return l.Warm.Input(job.Source, job.File)
+	}
+	if l.TypeCheck == nil {
+		return nil, fmt.Errorf("sandbox: %s programs cannot be type-checked here (CanTypeCheck)", l.Name)
+	}
+	return l.TypeCheck.Input(job.Source, job.File, job.TypeCheck.Declarations)
+}
+
 // lookup is the language named, as cfg runs it: TypeScript and JavaScript
 // on the engine of runtimes.engine. Deno waits in warm jails only as the
 // engine: otherwise its programs (language deno) run cold.

@@ -183,6 +183,9 @@ type Job struct {
 	SavedSkills string
 	// Caller is whom the job runs for, as Options.Caller.
 	Caller toolbridge.Caller
+	// TypeCheck, if not nil, type-checks the program before it runs (see
+	// CanTypeCheck); it does not run unless it passes.
+	TypeCheck *TypeCheck
 }
 
 // Do runs job in a ready jail, or in a new one if none is ready, and waits
@@ -237,7 +240,7 @@ func sameWorker(cfg *config.Config, a, b string) bool {
 
 // runIn runs job, a program in l, in one of the pool's jails.
 func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, error) {
-	input, err := l.Warm.Input(job.Source, job.File)
+	input, err := jobInput(l, job)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,12 @@ const (
 //go:embed run.js
 var runnerSource []byte
 
+// globals are the declarations of the globals that the runner adds to
+// Deno's (env, fs), which a type check adds to the program's own.
+//
+//go:embed globals.d.ts
+var globals string
+
 // ErrNotFound says that no deno binary was configured or found.
 var ErrNotFound = errors.New("no deno binary: install one (npm install deno) or set runtimes.deno in crucible.yaml")
 
@@ -117,6 +123,18 @@ func Program(src []byte, file, ext, denoPath string) *lang.Program {
 	}
 }
 
+// checkFile is where a cold program's declarations are, for its check.
+const checkFile = dir + "/check.d.ts"
+
+// CheckedProgram is Program, type-checked against declarations (and the
+// runner's globals) before it runs; it does not run unless it passes.
+func CheckedProgram(src []byte, file, ext, denoPath, declarations string) *lang.Program {
+	p := Program(src, file, ext, denoPath)
+	p.Args = append(p.Args, "--check", checkFile)
+	p.Files[checkFile] = []byte(globals + "\n" + declarations)
+	return p
+}
+
 // WarmProgram is the runner, readied, waiting for its [Job] on stdin: the
 // program of a warm jail.
 func WarmProgram(denoPath string) *lang.Program {
@@ -133,12 +151,21 @@ func WarmProgram(denoPath string) *lang.Program {
 type Job struct {
 	Source string `json:"source"`
 	Name   string `json:"name"` // its file's, as stack traces show it: its extension says whether it is TypeScript
+	// Check, if not "", are the declarations to type-check the program
+	// against before it runs (the runner's globals among them).
+	Check string `json:"check,omitempty"`
 }
 
 // Input is a warm worker's stdin for src, a program named like file; ext,
 // if not "", is its extension whatever file's says (".js").
 func Input(src []byte, file, ext string) ([]byte, error) {
 	return json.Marshal(Job{Source: string(src), Name: Name(file, ext)})
+}
+
+// CheckedInput is Input for a program type-checked against declarations
+// (and the runner's globals) before it runs.
+func CheckedInput(src []byte, file, ext, declarations string) ([]byte, error) {
+	return json.Marshal(Job{Source: string(src), Name: Name(file, ext), Check: globals + "\n" + declarations})
 }
 
 // Name is the name a program named like file runs under: its base name

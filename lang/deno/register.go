@@ -18,17 +18,30 @@ func init() {
 // ".js"), or, without one, under their file's when Deno runs that (else
 // .ts).
 func As(name string, exts []string, ext string) lang.Language {
+	plan := func(s lang.Settings, program func(bin string) *lang.Program) (*lang.Program, error) {
+		bin, err := Find(s.Deno)
+		if err != nil {
+			return nil, err
+		}
+		p := program(bin)
+		p.Lang = name
+		return p, nil
+	}
 	return lang.Language{
 		Name:       name,
 		Extensions: exts,
 		Program: func(src []byte, file string, s lang.Settings) (*lang.Program, error) {
-			bin, err := Find(s.Deno)
-			if err != nil {
-				return nil, err
-			}
-			p := Program(src, file, ext, bin)
-			p.Lang = name
-			return p, nil
+			return plan(s, func(bin string) *lang.Program { return Program(src, file, ext, bin) })
+		},
+		// JavaScript too: checkJs, so that a wrong tool's name or
+		// argument is caught in either.
+		TypeCheck: &lang.TypeCheck{
+			Program: func(src []byte, file, declarations string, s lang.Settings) (*lang.Program, error) {
+				return plan(s, func(bin string) *lang.Program { return CheckedProgram(src, file, ext, bin, declarations) })
+			},
+			Input: func(src []byte, file, declarations string) ([]byte, error) {
+				return CheckedInput(src, file, ext, declarations)
+			},
 		},
 		Check: func(s lang.Settings) (string, error) { return Find(s.Deno) },
 		Warm: &lang.Warm{

@@ -194,11 +194,86 @@ function syntaxError(e) {
   return err;
 }
 
+// check type-checks the program before it runs, against declarations
+// (the tools' and the runner's globals), with Deno's own checker in a
+// process of its own inside the jail: in the script form, else (should
+// that not parse) in the module form. It throws a TypeCheckError that
+// lists the diagnostics, each at the program's own line, if the program
+// does not pass, or if the check could not finish: either way the
+// program does not run. A program that parses in neither form is left to
+// load, which reports its SyntaxError and runs nothing.
+async function check(source, name, declarations) {
+  const dir = `${work}/check`;
+  Deno.mkdirSync(`${dir}/module`, { recursive: true });
+  Deno.writeTextFileSync(`${dir}/crucible.d.ts`, declarations);
+  const compilerOptions = { types: ["./crucible.d.ts"], checkJs: true, noImplicitAny: false, useUnknownInCatchVariables: false };
+  Deno.writeTextFileSync(`${dir}/deno.json`, stringify({ compilerOptions, lock: false }));
+  const forms = [
+    { file: `${dir}/${name}`, text: checkPrefix + source + scriptSuffix, shift: checkPrefix.length },
+    { file: `${dir}/module/${name}`, text: source, shift: 0 },
+  ];
+  const decoder = new TextDecoder();
+  for (const form of forms) {
+    Deno.writeTextFileSync(form.file, form.text);
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["check", "--quiet", "--no-lock", "--config", `${dir}/deno.json`, form.file],
+      stdin: "null", stdout: "piped", stderr: "piped",
+    }).output();
+    if (out.success) return;
+    const text = decoder.decode(out.stdout) + decoder.decode(out.stderr);
+    if (/^error: SyntaxError: /m.test(text)) continue; // not this form
+    throw checkError(text, form, name, out);
+  }
+}
+const checkPrefix = "export default await (async () => {";
+const maxDiagnostics = 20;
+
+// checkError is the TypeCheckError of a check that failed: its
+// diagnostics, "name:line:column TSnnnn message", the program's own.
+function checkError(text, form, name, out) {
+  const diags = [];
+  let current = null;
+  for (const line of text.split("\n")) {
+    const head = /^(TS\d+) \[ERROR\]: (.*)$/.exec(line);
+    if (head) {
+      current = { code: head[1], message: head[2], at: "" };
+      diags.push(current);
+      continue;
+    }
+    const at = /^\s+at (file:\/\/\S+):(\d+):(\d+)$/.exec(line);
+    if (current && !current.at && at) {
+      let [, file, row, col] = at;
+      if (file === "file://" + form.file) {
+        file = name;
+        if (row === "1") col = String(Math.max(1, Number(col) - form.shift));
+      } else {
+        file = file.slice(file.lastIndexOf("/") + 1);
+      }
+      current.at = `${file}:${row}:${col}`;
+    }
+  }
+  let message;
+  if (diags.length === 0) {
+    const why = out.signal ? `killed by ${out.signal}` : `exit ${out.code}`;
+    message = `the type check could not finish (${why}), so the program did not run`;
+  } else {
+    const lines = diags.slice(0, maxDiagnostics).map((d) => `${d.at} ${d.code} ${d.message}`);
+    if (diags.length > maxDiagnostics) lines.push(`... and ${diags.length - maxDiagnostics} more`);
+    const n = diags.length === 1 ? "1 error" : `${diags.length} errors`;
+    message = `the program does not type-check (${n}), so it did not run:\n` + lines.join("\n");
+  }
+  const err = new Error(message);
+  err.name = "TypeCheckError";
+  err.stack = `TypeCheckError: ${message}` + diags.slice(0, maxDiagnostics).map((d) => "\n    at " + d.at).join("");
+  return err;
+}
+
 // job reads a warm worker's job from stdin, once ready: {source, name}.
 async function job() {
   report("\n"); // ready: the pool may hand this jail work now (lang.ReadyMark)
   const input = parse(new TextDecoder().decode(await new Response(Deno.stdin.readable).arrayBuffer()));
   if (typeof input?.source !== "string" || typeof input?.name !== "string") throw new Error("no name and program");
+  if (input.check !== undefined && typeof input.check !== "string") throw new Error("declarations that are no string");
   // The workspace may have been bound over our working directory while
   // we waited (lang.Warm): enter it.
   Deno.chdir(Deno.cwd());
@@ -215,14 +290,16 @@ async function warm() {
 }
 
 try {
-  let source, name;
+  let source, name, declarations;
   if (Deno.args[0] === "--warm") {
     await warm();
-    ({ source, name } = await job());
+    ({ source, name, check: declarations } = await job());
   } else {
     source = Deno.readTextFileSync(Deno.args[0]);
     name = Deno.args[1];
+    if (Deno.args[2] === "--check") declarations = Deno.readTextFileSync(Deno.args[3]);
   }
+  if (declarations !== undefined) await check(source, name, declarations);
   const mod = await load(source, name);
   const value = await mod.default;
   let text;
