@@ -33,12 +33,21 @@ import (
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
+	"github.com/cruciblehq/crucible/lang/deno"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
 var bwrap = []string{"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
 	"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
 	"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "/bin/true"}
+
+// bwrapDeno is bubblewrap running deno on a program that prints 1: the
+// baseline of Deno's pool, a fresh process in a fresh sandbox each time.
+func bwrapDeno(denoPath string) []string {
+	args := slices.Clone(bwrap[:len(bwrap)-1])
+	return append(args, "--ro-bind", denoPath, denoPath, "--setenv", "DENO_DIR", "/tmp/.deno", "--setenv", "NO_COLOR", "1",
+		denoPath, "eval", "--quiet", "console.log(1)")
+}
 
 // programs are what each language's pool runs: the issue's `return 1`.
 var programs = map[string]string{
@@ -105,6 +114,15 @@ func main() {
 	bursts := map[string]cost{}          // what the bursts cost
 	parts := map[string]cost{}           // what the one-at-a-time batches cost
 	cold := map[string][]time.Duration{} // crucible run, with -crucible
+	var bd bwrapRuns                     // bubblewrap running deno, with deno
+	var bdArgs []string
+	if slices.Contains(order, "deno") {
+		bin, err := deno.Find("")
+		if err != nil {
+			fail(err)
+		}
+		bdArgs = bwrapDeno(bin)
+	}
 	for range *rounds {
 		for range *bw {
 			start := time.Now()
@@ -163,6 +181,9 @@ func main() {
 			bursts[l] = bursts[l].add(costNow(m).sub(b0))
 			count[l] += *burst
 		}
+		if bdArgs != nil {
+			bd.burst(m, bdArgs, *burst, *inFlight)
+		}
 	}
 
 	slices.Sort(bwWall)
@@ -186,12 +207,50 @@ func main() {
 			l, len(t), round(timing.Pct(t, 50)), round(timing.Pct(t, 99)), round(t[0]), parts[l])
 		fmt.Printf("%s, %d in flight (%d): %.0f executions/s (%.2f of the goal); per execution, CPU %s\n",
 			l, *inFlight, count[l], rate, rate/goal, bursts[l])
+		if l == "deno" && bd.n > 0 {
+			fmt.Printf("bwrap running deno, %d in flight (%d): %.0f runs/s; per run, CPU %s / %d page faults\n",
+				*inFlight, bd.n, float64(bd.n)/bd.wall.Seconds(), round(bd.cpu/time.Duration(bd.n)), bd.faults/int64(bd.n))
+		}
 		if t = cold[l]; len(t) > 0 {
 			slices.Sort(t)
 			fmt.Printf("%s, cold `crucible run` (%d): p50 %s, p99 %s, min %s\n",
 				l, len(t), round(timing.Pct(t, 50)), round(timing.Pct(t, 99)), round(t[0]))
 		}
 	}
+}
+
+// bwrapRuns are bubblewrap's runs of deno: how many, their wall time in
+// bursts, and their CPU and page faults, as the meter's cgroups count them
+// (bubblewrap's rusage misses the command it runs in its namespace).
+type bwrapRuns struct {
+	n      int
+	wall   time.Duration
+	cpu    time.Duration
+	faults int64
+}
+
+// burst runs args n times, inFlight at once, and counts them.
+func (b *bwrapRuns) burst(m *meter, args []string, n, inFlight int) {
+	slots := make(chan struct{}, inFlight)
+	cpu0, faults0 := m.total()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range n {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out, err := exec.Command(args[0], args[1:]...).Output()
+			if err != nil || strings.TrimSpace(string(out)) != "1" {
+				fail(fmt.Errorf("bwrap running deno: %w %s", err, out))
+			}
+		})
+	}
+	wg.Wait()
+	b.wall += time.Since(start)
+	cpu, faults := m.total()
+	b.cpu += cpu - cpu0
+	b.faults += faults - faults0
+	b.n += n
 }
 
 // run runs the language's program on p and checks its result.
