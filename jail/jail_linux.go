@@ -737,14 +737,28 @@ func (x *execution) passChannels(s *Spec, cs *childSpec, owner int, files *child
 		x.report = x.outputs[len(x.outputs)-1] // the pipe drain made
 		cs.ResultFD = files.add(w)
 	}
-	if s.Tools != nil {
-		// A copy of the caller's socket, closed with the other child files
-		// once init has its own.
-		fd, err := unix.FcntlInt(s.Tools.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("jail: tools socket: %w", err)
+	for _, t := range []struct {
+		f  *os.File
+		fd *int
+	}{{s.Tools, &cs.ToolsFD}, {s.ToolsOut, &cs.ToolsOutFD}} {
+		if t.f == nil {
+			continue
 		}
-		cs.ToolsFD = files.add(os.NewFile(uintptr(fd), "tools"))
+		// A copy of the caller's, closed with the other child files once
+		// init has its own.
+		fd, err := unix.FcntlInt(t.f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("jail: tools channel: %w", err)
+		}
+		f := files.add(os.NewFile(uintptr(fd), "tools"))
+		if s.ToolsOut != nil && owner >= 0 {
+			// Pipes, which the command opens again by /dev/fd (as its
+			// result pipe): the sandbox user's, as that one is.
+			if err := unix.Fchown(fd, owner, owner); err != nil {
+				return fmt.Errorf("jail: tools channel: %w", err)
+			}
+		}
+		*t.fd = f
 	}
 	return nil
 }

@@ -42,6 +42,10 @@ type Program struct {
 	// runner whose program runs in its own process (Python's) does not,
 	// whatever the program writes there.
 	ReportsExit bool
+	// ToolPipes says that the runner takes its tools channel as two
+	// pipes (toolchannel.Options.Pipes): a runtime that can open a pipe by
+	// its descriptor and no socket (Deno, without its Node layer).
+	ToolPipes bool
 }
 
 // Outcome is what a runner reports on fd 3.

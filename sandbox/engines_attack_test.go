@@ -124,8 +124,9 @@ return out;
 	})
 }
 
-// On Deno the program holds its tools channel (CRUCIBLE_TOOLS_FD) and may
-// write to it what the runner never would: TestAttackArgumentsAsJudged's
+// On Deno the program holds its tools channel (the pipes that
+// CRUCIBLE_TOOLS_FD and CRUCIBLE_TOOLS_OUT_FD name) and may write to it
+// what the runner never would: TestAttackArgumentsAsJudged's
 // forged arguments, raw, then a line that is no JSON (answered with an
 // error) and one past the line limit (the channel is closed). Each forged
 // call is refused with a violation before the server sees it, and the
@@ -133,38 +134,34 @@ return out;
 func TestAttackDenoToolsChannelForged(t *testing.T) {
 	cfg, tools, served := aggregatorTools(t, argumentsRule)
 	p := denoPool(t, cfg, PoolOptions{Size: 1, Tools: tools})
-	src := `const { default: net } = await import("node:net");
-const socket = new net.Socket({ fd: Number(Deno.env.get("CRUCIBLE_TOOLS_FD")), readable: true, writable: true });
+	src := `const requests = Deno.openSync("/dev/fd/" + Deno.env.get("CRUCIBLE_TOOLS_OUT_FD"), { write: true });
+const answers = Deno.openSync("/dev/fd/" + Deno.env.get("CRUCIBLE_TOOLS_FD"), { read: true });
 const call = (id: number, args: string) => '{"id":' + id + ',"method":"call","server":"agg","tool":"transfer","args":' + args + '}\n';
-const answers: Record<string, string> = {};
-let timer = 0;
-const bounded = <T>(p: Promise<T>) =>
-  Promise.race([p, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error("no answer in 20 s")), 20000); })])
-    .finally(() => clearTimeout(timer));
-let buf = "", answered = () => {};
-socket.setEncoding("utf8");
-socket.on("data", (d: string) => {
-  buf += d;
-  for (let i; (i = buf.indexOf("\n")) >= 0; buf = buf.slice(i + 1)) {
-    const a = JSON.parse(buf.slice(0, i));
-    answers[a.id] = a.error ? a.error.kind + ": " + a.error.message : a.result;
-    answered();
+const write = async (s: string) => { const b = new TextEncoder().encode(s); for (let o = 0; o < b.length;) o += await requests.write(b.subarray(o)); };
+const got: Record<string, string> = {};
+let buf = "";
+const decoder = new TextDecoder(), chunk = new Uint8Array(1 << 16);
+// read reads answers until there are n, or the channel's end (false).
+const read = async (n: number) => {
+  while (Object.keys(got).length < n) {
+    const k = await answers.read(chunk);
+    if (k === null) return false;
+    buf += decoder.decode(chunk.subarray(0, k), { stream: true });
+    for (let i; (i = buf.indexOf("\n")) >= 0; buf = buf.slice(i + 1)) {
+      const a = JSON.parse(buf.slice(0, i));
+      got[a.id] = a.error ? a.error.kind + ": " + a.error.message : a.result;
+    }
   }
-});
-const closed = new Promise((r) => socket.on("close", r));
-socket.on("error", () => {}); // the channel's end, below
-const answer = (n: number) => bounded(new Promise<void>((r) => {
-  answered = () => Object.keys(answers).length >= n && r();
-  answered();
-}));
-socket.write(call(1, '{"owner":"victim","owner":"acme"}') + call(2, '{"owner":"acme","Owner":"victim"}') +
+  return true;
+};
+await write(call(1, '{"owner":"victim","owner":"acme"}') + call(2, '{"owner":"acme","Owner":"victim"}') +
   call(3, '{"owner":"acme","id":9007199254740993}') + call(4, '{"owner":"acme","force":"true"}') + call(5, '{"owner":"acme","id":7}'));
-await answer(5);
-socket.write("not json\n");
-await answer(6);
-socket.write("[".repeat(1 << 21) + "\n");
-await bounded(closed);
-return answers;
+await read(5);
+await write("not json\n");
+await read(6);
+await write("[".repeat(1 << 21) + "\n").catch(() => {}); // the host closes the channel midway
+if (await read(7)) throw new Error("the channel stayed open past a line over its limit");
+return got;
 `
 	x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "main.ts"})
 	if err != nil || x.Error != nil {

@@ -432,7 +432,7 @@ func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
 	w := &warmJail{born: time.Now(), ready: make(chan struct{}), cancel: cancel,
 		started: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{})}
-	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, true)
+	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, p.prog)
 	w.x.spec.StdinPipe = true // runIn writes the job into it
 	w.x.endOnReport(p.prog)
 	if p.lang.Warm.SaysReady {

@@ -92,7 +92,7 @@ type Options struct {
 
 // Exec runs args in a fresh jail configured by cfg.
 func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*Result, error) {
-	x := newExecution(jailSpec(&cfg.Sandbox, args, nil), o, false)
+	x := newExecution(jailSpec(&cfg.Sandbox, args, nil), o, nil)
 	o.Caller.Language = ""
 	x.begin(audit.Execution{Command: args}, o.Caller)
 	return x.run(ctx, cfg)
@@ -101,7 +101,7 @@ func Exec(ctx context.Context, cfg *config.Config, args []string, o Options) (*R
 // Run runs a language runtime's program in a fresh jail configured by cfg;
 // the Result carries what its runner reported.
 func Run(ctx context.Context, cfg *config.Config, p *lang.Program, o Options) (*Result, error) {
-	x := newExecution(programSpec(&cfg.Sandbox, p), o, true)
+	x := newExecution(programSpec(&cfg.Sandbox, p), o, p)
 	x.endOnReport(p)
 	o.Caller.Language = p.Lang
 	x.begin(programRecord(p.Lang, p.Files[p.Main]), o.Caller)
@@ -140,8 +140,10 @@ type execution struct {
 	caller toolbridge.Caller
 }
 
-func newExecution(spec *jail.Spec, o Options, program bool) *execution {
-	x := &execution{spec: spec, audit: o.Audit, program: program, loaded: o.Secrets}
+// newExecution is the execution of spec with o: a command's, or the
+// program p's (nil for a command).
+func newExecution(spec *jail.Spec, o Options, p *lang.Program) *execution {
+	x := &execution{spec: spec, audit: o.Audit, program: p != nil, loaded: o.Secrets}
 	spec.Stdin, spec.Stdout, spec.Stderr = o.Stdin, o.Stdout, o.Stderr
 	spec.Layers, spec.Over = skillsLayers(o.Skills, o.SavedSkills)
 	if o.Stdout == nil {
@@ -152,11 +154,11 @@ func newExecution(spec *jail.Spec, o Options, program bool) *execution {
 		x.stderr = &bytes.Buffer{}
 		spec.Stderr = x.stderr
 	}
-	if program {
+	if x.program {
 		spec.Result = &x.report
 	}
 	if o.Tools != nil {
-		x.tools, x.err = newToolChannel(o.Tools, spec, o.Audit)
+		x.tools, x.err = newToolChannel(o.Tools, spec, o.Audit, p != nil && p.ToolPipes)
 	}
 	return x
 }

@@ -186,7 +186,7 @@ func loadSecrets(t *testing.T, cfg *config.Config) *Secrets {
 
 // newTrue is an execution of `true` in cfg's sandbox, not yet attached.
 func newTrue(cfg *config.Config, opts Options) *execution {
-	return newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), opts, false)
+	return newExecution(jailSpec(&cfg.Sandbox, []string{"true"}, nil), opts, nil)
 }
 
 // attached is newTrue's execution attached to cfg, which must succeed.

@@ -101,21 +101,26 @@ type toolChannel struct {
 	refused violations // the channel's to add to, one at a time
 }
 
-// newToolChannel makes the channel of one execution and gives its jail the
-// command's end.
-func newToolChannel(t *Tools, spec *jail.Spec, w *audit.Writer) (*toolChannel, error) {
+// newToolChannel makes the channel of one execution, of two pipes if
+// pipes says so (lang.Program.ToolPipes), and gives its jail the command's
+// end.
+func newToolChannel(t *Tools, spec *jail.Spec, w *audit.Writer, pipes bool) (*toolChannel, error) {
 	c := &toolChannel{sess: t.bridge.NewSession(), audit: w}
 	var err error
 	c.Channel, err = toolchannel.New(toolchannel.Options{
 		Session: toolSession{c.sess}, APIs: apiCatalog{t.apis}, NoServers: t.apisOnly,
 		Audit: w, Violate: c.refused.add, ArgsHash: toolbridge.ArgsHash,
-		MaxLine: t.maxLine, Records: t.records,
+		MaxLine: t.maxLine, Records: t.records, Pipes: pipes,
 	})
 	if err != nil {
 		return nil, err
 	}
 	spec.Tools = c.Peer()
 	spec.Env = append(spec.Env, fmt.Sprintf("%s=%d", toolchannel.EnvVar, ToolsFD))
+	if pipes {
+		spec.ToolsOut = c.PeerOut()
+		spec.Env = append(spec.Env, fmt.Sprintf("%s=%d", toolchannel.OutEnvVar, ToolsFD+1))
+	}
 	return c, nil
 }
 

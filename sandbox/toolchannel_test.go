@@ -34,7 +34,7 @@ func TestToolChannelAPIs(t *testing.T) {
 	if tools.APIs() == nil || len(tools.APIs().List()) != 1 {
 		t.Fatalf("APIs() = %v", tools.APIs())
 	}
-	c, err := newToolChannel(tools, &jail.Spec{}, nil)
+	c, err := newToolChannel(tools, &jail.Spec{}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -20,8 +21,8 @@ const maxAnswer = 128 << 20
 // with an id of its own, and each answer is handed to the request of its
 // id, in whatever order they come.
 type Client struct {
-	conn net.Conn
-	wmu  sync.Mutex // one request line at a time
+	conn io.ReadWriter // the socket (or, in tests, two pipes)
+	wmu  sync.Mutex    // one request line at a time
 
 	mu      sync.Mutex
 	seq     int
@@ -50,7 +51,7 @@ func Open() *Client {
 	return newClient(conn)
 }
 
-func newClient(conn net.Conn) *Client {
+func newClient(conn io.ReadWriter) *Client {
 	c := &Client{conn: conn, waiting: map[int]chan answer{}}
 	go c.read()
 	return c

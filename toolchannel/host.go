@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -78,6 +79,10 @@ type Options struct {
 	ArgsHash func(args []byte) string
 	MaxLine  int // the longest request line the channel reads (64 KiB at least)
 	Records  int // the most calls it lists and audits; past them, calls are only answered
+	// Pipes makes the channel two pipes instead of a socketpair: the
+	// command reads the answers from Peer and writes its requests to
+	// PeerOut.
+	Pipes bool
 }
 
 // maxInFlight bounds the requests of one channel being served at once;
@@ -85,17 +90,18 @@ type Options struct {
 const maxInFlight = 64
 
 // Channel serves one execution's tools channel: the supervisor's end of a
-// socketpair whose other end ([Channel.Peer]) the command inherits. A
-// socketpair has no name, so no other execution and no host process can
-// reach it.
+// socketpair whose other end ([Channel.Peer]) the command inherits, or of
+// two pipes (Options.Pipes). Neither has a name, so no other execution and
+// no host process can reach it.
 type Channel struct {
-	o      Options
-	conn   net.Conn
-	peer   *os.File // the jail's end, ours to close once the jail has it
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-	slots  chan struct{}
+	o       Options
+	conn    io.ReadWriteCloser
+	peer    *os.File // the jail's end, ours to close once the jail has it
+	peerOut *os.File // with Pipes, the jail's end of the requests' pipe
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+	slots   chan struct{}
 
 	wmu sync.Mutex // one response line at a time
 
@@ -107,8 +113,12 @@ type Channel struct {
 	calls   []Call
 }
 
-// New makes the channel of one execution; its command's end is Peer.
+// New makes the channel of one execution; its command's end is Peer (and
+// PeerOut, with Options.Pipes).
 func New(o Options) (*Channel, error) {
+	if o.Pipes {
+		return newPipes(o)
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tools channel: socketpair: %w", err)
@@ -127,9 +137,46 @@ func New(o Options) (*Channel, error) {
 	return c, nil
 }
 
+// newPipes makes a channel of two pipes: the answers' and the requests'.
+// Our ends are on the poller (non-blocking), so that closing one ends a
+// pending read or write; the command's stay blocking.
+func newPipes(o Options) (*Channel, error) {
+	var answers, requests [2]int
+	if err := unix.Pipe2(answers[:], unix.O_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("tools channel: pipe: %w", err)
+	}
+	if err := unix.Pipe2(requests[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(answers[0])
+		unix.Close(answers[1])
+		return nil, fmt.Errorf("tools channel: pipe: %w", err)
+	}
+	for _, fd := range []int{requests[0], answers[1]} {
+		_ = unix.SetNonblock(fd, true) // a pipe's never fails
+	}
+	conn := &pipes{r: os.NewFile(uintptr(requests[0]), "tools-requests"), w: os.NewFile(uintptr(answers[1]), "tools-answers")}
+	c := &Channel{o: o, conn: conn, slots: make(chan struct{}, maxInFlight),
+		peer: os.NewFile(uintptr(answers[0]), "tools-jail"), peerOut: os.NewFile(uintptr(requests[1]), "tools-jail-out")}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// pipes are our ends of a channel of two pipes, as one connection.
+type pipes struct{ r, w *os.File }
+
+func (p *pipes) Read(b []byte) (int, error)  { return p.r.Read(b) }
+func (p *pipes) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *pipes) Close() error {
+	p.r.Close()
+	return p.w.Close()
+}
+
 // Peer is the command's end of the channel, for its jail to inherit; Stop
 // closes it.
 func (c *Channel) Peer() *os.File { return c.peer }
+
+// PeerOut is, with Options.Pipes, the command's end of the requests' pipe
+// (Peer is the answers'); nil otherwise. Stop closes it.
+func (c *Channel) PeerOut() *os.File { return c.peerOut }
 
 // SetRedact sets what every answer goes through before the code gets it:
 // a server may know a secret's value, and the code gets its placeholder,
@@ -164,8 +211,11 @@ func (c *Channel) Stop() {
 	c.stopped = true
 	c.mu.Unlock()
 	c.cancel()
-	c.conn.Close()
+	_ = c.conn.Close()
 	c.peer.Close()
+	if c.peerOut != nil {
+		c.peerOut.Close()
+	}
 	c.done.Wait()
 }
 
@@ -212,7 +262,7 @@ func (c *Channel) read() {
 	}
 	if errors.Is(r.Err(), bufio.ErrTooLong) {
 		c.violate(violation.Violation{Kind: violation.Limit, Reason: fmt.Sprintf("a request on the tools channel was longer than %d bytes; the channel was closed", c.o.MaxLine)})
-		c.conn.Close() // the command reads EOF: nothing more is answered
+		_ = c.conn.Close() // the command reads EOF: nothing more is answered
 	}
 }
 

@@ -123,9 +123,16 @@ func newHarness(t *testing.T, o Options) *harness {
 	return h
 }
 
-// client is the Go client on the channel's other end.
+// client is the Go client on the channel's other end: its socket, or its
+// two pipes.
 func (h *harness) client(t *testing.T) *Client {
 	t.Helper()
+	if out := h.PeerOut(); out != nil {
+		return newClient(struct {
+			io.Reader
+			io.Writer
+		}{h.Peer(), out})
+	}
 	conn, err := net.FileConn(h.Peer())
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +146,13 @@ func (h *harness) client(t *testing.T) *Client {
 // refusal, tool error or failure is answered with its kind, recorded as a
 // violation only for the refusal, and audited.
 func TestChannel(t *testing.T) {
-	h := newHarness(t, Options{})
+	for _, pipes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "socketpair", true: "pipes"}[pipes], func(t *testing.T) { channel(t, Options{Pipes: pipes}) })
+	}
+}
+
+func channel(t *testing.T, o Options) {
+	h := newHarness(t, o)
 	c := h.client(t)
 	ctx := context.Background()
 
@@ -288,7 +301,15 @@ func TestChannelRedacts(t *testing.T) {
 // buffer without end) closes the channel, which the client reads as its
 // end, and is a limit violation.
 func TestChannelLineTooLong(t *testing.T) {
-	h := newHarness(t, Options{MaxLine: 1 << 16}) // (the line buffer's own 64 KiB is the least)
+	for _, pipes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "socketpair", true: "pipes"}[pipes], func(t *testing.T) {
+			lineTooLong(t, Options{MaxLine: 1 << 16, Pipes: pipes}) // (the line buffer's own 64 KiB is the least)
+		})
+	}
+}
+
+func lineTooLong(t *testing.T, o Options) {
+	h := newHarness(t, o)
 	c := h.client(t)
 	_, err := c.Do(context.Background(), []byte(`{"method":"call","server":"s","tool":"ok","args":"`+strings.Repeat("a", 1<<16)+`"}`))
 	if err == nil { // the channel's end, or the write's (the sockets' buffers may be small)
@@ -344,7 +365,7 @@ func TestOpen(t *testing.T) {
 	if c == nil {
 		t.Fatalf("%s=%d: no client", EnvVar, fd)
 	}
-	defer c.conn.Close()
+	defer c.conn.(net.Conn).Close()
 	if out, err := c.Do(context.Background(), []byte(`{"method":"apis"}`)); err != nil || string(out) != `["tracker"]` {
 		t.Errorf("apis: %s, %v", out, err)
 	}

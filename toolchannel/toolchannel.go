@@ -1,5 +1,7 @@
 // Package toolchannel is an execution's tools channel: the line protocol,
-// on a socketpair between the supervisor and the code in the jail, by
+// on a socketpair between the supervisor and the code in the jail (or two
+// pipes, for a runtime that can open a pipe and no socket by its
+// descriptor: Deno), by
 // which the code calls the tool bridge's tools, reads their resources and
 // lists the configuration's HTTP APIs. It holds the protocol's wire types,
 // the host's end ([Channel], one function per method) and the Go client of
@@ -29,6 +31,11 @@ import "encoding/json"
 // EnvVar is the environment variable that gives the code the descriptor
 // of its tools channel; an execution without one does not have it.
 const EnvVar = "CRUCIBLE_TOOLS_FD"
+
+// OutEnvVar, for a channel of two pipes (Options.Pipes), gives the
+// descriptor the code writes its requests to; it reads the answers from
+// EnvVar's.
+const OutEnvVar = "CRUCIBLE_TOOLS_OUT_FD"
 
 // Request is one line the code sends.
 type Request struct {

@@ -7,14 +7,19 @@
 package deno
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/cruciblehq/crucible/lang"
 )
@@ -42,7 +47,8 @@ var ErrNotFound = errors.New("no deno binary: install one (npm install deno) or 
 // in PATH, else node_modules/.bin/deno in the current directory or the
 // nearest of its parents that has one (where `npm install deno` puts it, as
 // Node looks for packages). Symlinks are resolved, since the binary is bound
-// into the jail by its real path.
+// into the jail by its real path. A deno older than 2.0, or one that does
+// not say its version, is refused (asked once per binary).
 func Find(configured string) (string, error) {
 	p := configured
 	if p == "" {
@@ -59,10 +65,62 @@ func Find(configured string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+	fi, err := os.Stat(real)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return "", ErrNotFound
 	}
+	if err := checkVersion(real, fi); err != nil {
+		return "", err
+	}
 	return real, nil
+}
+
+// minMajor is the oldest deno that Crucible runs: 2.0, the first whose
+// refusals are NotCapable and whose runner's APIs are all there.
+const minMajor = 2
+
+// versions are the versions of the deno binaries found so far, by path,
+// size and time of change: each is asked once.
+var versions sync.Map // versionKey -> error (nil: new enough)
+
+type versionKey struct {
+	path  string
+	size  int64
+	mtime int64
+}
+
+// checkVersion refuses a deno binary older than minMajor, or one that does
+// not say its version; it names no path.
+func checkVersion(path string, fi os.FileInfo) error {
+	key := versionKey{path, fi.Size(), fi.ModTime().UnixNano()}
+	if err, ok := versions.Load(key); ok {
+		e, _ := err.(error)
+		return e
+	}
+	err := askVersion(path)
+	versions.Store(key, err)
+	return err
+}
+
+// askVersion runs deno --version: its first line is "deno X.Y.Z (...)".
+func askVersion(path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = []string{"NO_COLOR=1", "DENO_NO_UPDATE_CHECK=1"}
+	out, err := cmd.Output()
+	if err != nil {
+		return errors.New("the deno binary does not run (deno --version failed): install one (npm install deno) or set runtimes.deno in crucible.yaml")
+	}
+	var major, minor, patch int
+	line, _, _ := strings.Cut(string(out), "\n")
+	if _, err := fmt.Sscanf(line, "deno %d.%d.%d", &major, &minor, &patch); err != nil {
+		return errors.New("the deno binary does not say its version (deno --version): install one (npm install deno) or set runtimes.deno in crucible.yaml")
+	}
+	if major < minMajor {
+		return fmt.Errorf("deno %d.%d.%d is too old: Crucible needs deno %d.0 or later (npm install deno, or set runtimes.deno in crucible.yaml)", major, minor, patch, minMajor)
+	}
+	return nil
 }
 
 // inNodeModules is node_modules/.bin/deno in the working directory or the
@@ -89,10 +147,11 @@ func inNodeModules() string {
 // and writes only where the program's files are, no FFI. The network is
 // the egress's to decide and record (a flag would refuse before it, and
 // the model would not learn why); the environment is only what the
-// configuration gives, and subprocesses run inside the jail.
+// configuration gives, and subprocesses run inside the jail. The result
+// channel is fd 3, the tools channel fds 4 and 5 (lang.Program.ToolPipes).
 var permissions = []string{
-	"--allow-read=/workspace,/run/workspace,/tmp,/skills," + lang.Dir,
-	"--allow-write=/workspace,/run/workspace,/tmp,/dev/fd/3",
+	"--allow-read=/workspace,/run/workspace,/tmp,/skills,/dev/fd/4," + lang.Dir,
+	"--allow-write=/workspace,/run/workspace,/tmp,/dev/fd/3,/dev/fd/5",
 	"--allow-net", "--allow-env", "--allow-run", "--allow-sys",
 	"--deny-ffi",
 }
@@ -114,12 +173,13 @@ func Program(src []byte, file, ext, denoPath string) *lang.Program {
 	name := Name(file, ext)
 	main := dir + "/main" + path.Ext(name)
 	return &lang.Program{
-		Lang:     lang.Deno,
-		Main:     main,
-		Args:     command(denoPath, main, name),
-		Env:      env,
-		Files:    map[string][]byte{main: src, runner: runnerSource},
-		ReadOnly: []string{denoPath},
+		Lang:      lang.Deno,
+		Main:      main,
+		Args:      command(denoPath, main, name),
+		Env:       env,
+		Files:     map[string][]byte{main: src, runner: runnerSource},
+		ReadOnly:  []string{denoPath},
+		ToolPipes: true,
 	}
 }
 
@@ -139,11 +199,12 @@ func CheckedProgram(src []byte, file, ext, denoPath, declarations string) *lang.
 // program of a warm jail.
 func WarmProgram(denoPath string) *lang.Program {
 	return &lang.Program{
-		Lang:     lang.Deno,
-		Args:     command(denoPath, "--warm"),
-		Env:      env,
-		Files:    map[string][]byte{runner: runnerSource},
-		ReadOnly: []string{denoPath},
+		Lang:      lang.Deno,
+		Args:      command(denoPath, "--warm"),
+		Env:       env,
+		Files:     map[string][]byte{runner: runnerSource},
+		ReadOnly:  []string{denoPath},
+		ToolPipes: true,
 	}
 }
 

@@ -19,7 +19,7 @@ func TestFindInParentNodeModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	deno := filepath.Join(bin, "deno")
-	if err := os.WriteFile(deno, []byte("#!/bin/sh\n"), 0o755); err != nil {
+	if err := os.WriteFile(deno, []byte("#!/bin/sh\necho 'deno 2.0.0 (stable)'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sub := filepath.Join(root, "a", "b")
@@ -35,6 +35,31 @@ func TestFindInParentNodeModules(t *testing.T) {
 	t.Chdir(t.TempDir())
 	if _, err := Find(""); err != ErrNotFound {
 		t.Errorf("Find with no deno anywhere: %v, want ErrNotFound", err)
+	}
+}
+
+// A deno older than 2.0, one that fails, and one that does not say its
+// version are refused, with why and no path; one of 2.0 or later is taken.
+func TestFindVersion(t *testing.T) {
+	for out, want := range map[string]string{
+		"echo 'deno 1.46.3 (stable, release, x86_64-unknown-linux-gnu)'": "deno 1.46.3 is too old: Crucible needs deno 2.0 or later",
+		"exit 3":                      "does not run",
+		"echo 'v20.20.2'":             "does not say its version",
+		"echo 'deno 2.9.6 (stable)'":  "",
+		"echo 'deno 10.0.1 (canary)'": "",
+	} {
+		dir := t.TempDir()
+		deno := filepath.Join(dir, "deno")
+		if err := os.WriteFile(deno, []byte("#!/bin/sh\n"+out+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Find(deno)
+		switch {
+		case want == "" && (err != nil || got != deno):
+			t.Errorf("%s: %q, %v", out, got, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), dir)):
+			t.Errorf("%s: %v, want %q and no path", out, err, want)
+		}
 	}
 }
 

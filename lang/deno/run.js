@@ -24,55 +24,73 @@ function describe(e) {
   return { name: "Error", message: String(e), stack: "" };
 }
 
-// tools: the execution's tool calls over its tools channel, the fd that
-// CRUCIBLE_TOOLS_FD names (see the README's "The tools channel"), the same
-// API as the embedded engine's. Deno has no way to take a socket by its fd
-// but node:net's.
-let channel = null; // { socket, pending: Map id -> {resolve, reject}, seq, names }
-async function openChannel() {
-  const fd = Number(Deno.env.get("CRUCIBLE_TOOLS_FD"));
-  if (!fd) throw new Error("no tools are configured: the configuration of this execution has no servers");
-  const { default: net } = await import("node:net");
-  const socket = new net.Socket({ fd, readable: true, writable: true });
-  const c = { socket, pending: new Map(), seq: 0, names: null, end: null };
-  let buf = "";
-  socket.setEncoding("utf8");
-  socket.on("data", (d) => {
-    buf += d;
-    for (let i; (i = buf.indexOf("\n")) >= 0;) {
-      const a = parse(buf.slice(0, i));
-      buf = buf.slice(i + 1);
-      const p = c.pending.get(a.id);
-      if (!p) continue;
-      c.pending.delete(a.id);
-      if (c.pending.size === 0) socket.unref(); // an idle channel keeps no one waiting
-      if (a.error) p.reject(Object.assign(new Error(a.error.message), { kind: a.error.kind }));
-      else p.resolve(a.result);
-    }
-  });
-  const fail = (why) => {
-    c.end = why;
-    for (const p of c.pending.values()) p.reject(new Error(why));
-    c.pending.clear();
+// tools: the execution's tool calls over its tools channel, the same API
+// as the embedded engine's. The channel is two pipes (see the README's
+// "The tools channel"): answers on the fd CRUCIBLE_TOOLS_FD names,
+// requests on CRUCIBLE_TOOLS_OUT_FD's. Deno opens a pipe by its fd as a
+// file; a socket only through its Node layer, whose start costs every
+// execution more CPU than the rest of Deno's. The answers are read only
+// while a request waits for one: an idle channel keeps no one waiting.
+let channel = null; // { answers, requests, pending: Map id -> {resolve, reject}, seq, names, end }
+function openChannel() {
+  const inFd = Number(Deno.env.get("CRUCIBLE_TOOLS_FD")), outFd = Number(Deno.env.get("CRUCIBLE_TOOLS_OUT_FD"));
+  if (!inFd || !outFd) throw new Error("no tools are configured: the configuration of this execution has no servers");
+  const c = {
+    answers: Deno.openSync(`/dev/fd/${inFd}`, { read: true }),
+    requests: Deno.openSync(`/dev/fd/${outFd}`, { write: true }),
+    pending: new Map(), seq: 0, names: null, end: null, reading: false, buf: "", writing: Promise.resolve(),
   };
-  socket.on("error", (e) => fail("the tools channel failed: " + e.message));
-  socket.on("close", () => fail("the tools channel was closed"));
-  socket.unref();
   return c;
 }
+function fail(c, why) {
+  c.end ??= why;
+  for (const p of c.pending.values()) p.reject(new Error(c.end));
+  c.pending.clear();
+}
+// readAnswers reads answer lines while any request waits for one.
+async function readAnswers(c) {
+  c.reading = true;
+  const decoder = new TextDecoder(), chunk = new Uint8Array(64 << 10);
+  try {
+    while (c.pending.size > 0) {
+      const n = await c.answers.read(chunk);
+      if (n === null) return fail(c, "the tools channel was closed");
+      c.buf += decoder.decode(chunk.subarray(0, n), { stream: true });
+      for (let i; (i = c.buf.indexOf("\n")) >= 0;) {
+        const a = parse(c.buf.slice(0, i));
+        c.buf = c.buf.slice(i + 1);
+        const p = c.pending.get(a.id);
+        if (!p) continue;
+        c.pending.delete(a.id);
+        if (a.error) p.reject(Object.assign(new Error(a.error.message), { kind: a.error.kind }));
+        else p.resolve(a.result);
+      }
+    }
+  } catch (e) {
+    fail(c, "the tools channel failed: " + e.message);
+  } finally {
+    c.reading = false;
+  }
+}
+// send writes a request's line whole, after those before it.
+function send(c, line) {
+  const bytes = encoder.encode(line);
+  c.writing = c.writing.then(async () => {
+    for (let off = 0; off < bytes.length;) off += await c.requests.write(bytes.subarray(off));
+  });
+  return c.writing;
+}
 async function request(req) {
-  channel ??= openChannel();
-  const c = await channel;
+  const c = (channel ??= openChannel());
   if (c.end) throw new Error(c.end);
   const id = ++c.seq;
-  return new Promise((resolve, reject) => {
-    c.pending.set(id, { resolve, reject });
-    c.socket.ref();
-    c.socket.write(stringify({ id, ...req }) + "\n");
-  });
+  const answer = new Promise((resolve, reject) => c.pending.set(id, { resolve, reject }));
+  send(c, stringify({ id, ...req }) + "\n").catch((e) => fail(c, "the tools channel failed: " + e.message));
+  if (!c.reading) readAnswers(c);
+  return answer;
 }
 async function toolName(server, name) {
-  const c = await (channel ??= openChannel());
+  const c = (channel ??= openChannel());
   c.names ??= request({ method: "list" }).then((list) => {
     const m = {};
     for (const t of list) (m[t.server] ??= {})[t.js_name ?? t.name] = t.name;
@@ -281,9 +299,8 @@ async function job() {
 }
 
 // warm readies what every program uses before the job comes: the module
-// loader, the TypeScript transpiler and node:net, the tools channel's.
+// loader and the TypeScript transpiler.
 async function warm() {
-  await import("node:net");
   Deno.mkdirSync(work, { recursive: true });
   Deno.writeTextFileSync(`${work}/warm.ts`, "export default (1 as number);\n");
   await import("file://" + `${work}/warm.ts`);

@@ -245,6 +245,13 @@ func execMain() {
 			os.Exit(fail("init", "dup3: %v", err))
 		}
 	}
+	if s.ToolsOutFD > 0 {
+		// The channel's second pipe becomes fd 5 (fdResult's, which fd 3
+		// holds now), as fd 4 does.
+		if err := unix.Dup3(fdToolsOut, 5, 0); err != nil {
+			os.Exit(fail("init", "dup3: %v", err))
+		}
+	}
 	err = unix.Exec(path, s.Args, s.Env)
 	if errors.Is(err, unix.ENOENT) {
 		// The program, or the interpreter or loader it names, is not in
@@ -340,12 +347,18 @@ func startStage(s *Spec) (pid, code int) {
 		files = append(files, uintptr(s.ResultFD))
 		s.ResultFD = fdResult
 	}
-	if s.ToolsFD > 0 {
-		if len(files) == fdResult {
-			files = append(files, ^uintptr(0)) // -1: nothing at fdResult
+	for _, t := range []struct {
+		fd *int
+		at int
+	}{{&s.ToolsFD, fdTools}, {&s.ToolsOutFD, fdToolsOut}} {
+		if *t.fd <= 0 {
+			continue
 		}
-		files = append(files, uintptr(s.ToolsFD))
-		s.ToolsFD = fdTools
+		for len(files) < t.at {
+			files = append(files, ^uintptr(0)) // -1: nothing there
+		}
+		files = append(files, uintptr(*t.fd))
+		*t.fd = t.at
 	}
 	s.Files = nil // written already; the exec stage need not read them again
 	b, err := EncodeSpec(s)

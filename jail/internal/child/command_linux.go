@@ -178,11 +178,14 @@ func forkExec(s *Spec, path string) (int, int) {
 	if s.ResultFD > 0 {
 		files = append(files, uintptr(s.ResultFD))
 	}
-	if s.ToolsFD > 0 {
-		if len(files) == 3 {
-			files = append(files, ^uintptr(0)) // -1: nothing at fd 3
+	for i, fd := range []int{s.ToolsFD, s.ToolsOutFD} {
+		if fd <= 0 {
+			continue
 		}
-		files = append(files, uintptr(s.ToolsFD))
+		for len(files) < 4+i {
+			files = append(files, ^uintptr(0)) // -1: nothing there
+		}
+		files = append(files, uintptr(fd))
 	}
 	pid, err := syscall.ForkExec(path, s.Args, &syscall.ProcAttr{
 		Env:   s.Env,

@@ -30,6 +30,9 @@ const (
 	fdResult = 5
 	// The exec stage only: the tools socket, which becomes the command's fd 4.
 	fdTools = 6
+	// The exec stage only: the tools channel's second pipe, which becomes
+	// the command's fd 5.
+	fdToolsOut = 7
 )
 
 // What package jail exports under the same names; its tests check that
@@ -62,6 +65,7 @@ type Spec struct {
 	LateFD        int      `json:"late_fd,omitempty"`      // init: a socket on which the supervisor sends the workspace's mount, once (bindLate); /workspace stays empty and read-only until then
 	ResultFD      int      `json:"result_fd,omitempty"`    // the result pipe's write end: in init where the supervisor put it, in the exec stage fdResult
 	ToolsFD       int      `json:"tools_fd,omitempty"`     // the tools socket: in init where the supervisor put it, in the exec stage fdTools
+	ToolsOutFD    int      `json:"tools_out_fd,omitempty"` // the tools channel's second pipe: as ToolsFD, fdToolsOut
 	Files         []File   `json:"files,omitempty"`
 	ReadOnly      []string `json:"ro,omitempty"`
 	ReadOnlyFDs   []int    `json:"ro_fds,omitempty"` // init: detached mounts of ReadOnly, by index; 0 where the supervisor made none
