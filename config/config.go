@@ -532,9 +532,10 @@ type Runtimes struct {
 	// Empty means: look for "deno" in PATH, then in ./node_modules (where
 	// `npm install deno` puts it).
 	Deno string `yaml:"deno"`
-	// Engine runs TypeScript and JavaScript: EngineEmbedded (the default),
-	// EngineDeno (Deno in the jail, warm in serve's pools), or EngineAuto
-	// (Deno when a deno binary is found, else the embedded engine).
+	// Engine runs TypeScript and JavaScript: EngineAuto (the default: Deno
+	// when a deno binary is found, else the embedded engine),
+	// EngineEmbedded, or EngineDeno (Deno in the jail, warm in serve's
+	// pools; refused without a deno binary).
 	Engine string `yaml:"engine"`
 	// JSHeap bounds the embedded TypeScript/JavaScript engine's heap: past
 	// it, an allocation throws a catchable "out of memory".
@@ -648,7 +649,7 @@ func Default() *Config {
 			MaxBytesIn:     1 * GiB,
 			IdleTimeout:    Duration(60 * time.Second),
 		},
-		Runtimes: Runtimes{Python: "/usr/bin/python3", Engine: EngineEmbedded, JSHeap: 256 * MiB, JSStack: 10000},
+		Runtimes: Runtimes{Python: "/usr/bin/python3", Engine: EngineAuto, JSHeap: 256 * MiB, JSStack: 10000},
 		Tools:    Tools{MaxCalls: 50, MaxArgSize: 1 * MiB, MaxResultSize: 1 * MiB},
 		Serve:    defaultServe(),
 	}

@@ -14,12 +14,13 @@ import (
 func TestRunJS(t *testing.T) {
 	requireRoot(t)
 	// TypeScript is the default, on the embedded engine: no Node or Deno.
+	embedded := onEmbedded(t, "")
 	r := runJSON(t, `interface P { x: number }
 const p: P = { x: 2 };
 console.log("env", env.HOME, typeof Deno, typeof process);
 await new Promise((r) => setTimeout(r, 10));
 return { answer: p.x * 21 };
-`, "-")
+`, append(embedded, "-")...)
 	if r.ExitCode != 0 || r.Stdout != "env /workspace undefined undefined\n" || string(r.Result) != `{"answer":42}` || r.Error != nil {
 		t.Fatalf("%s", dump(r))
 	}
@@ -29,7 +30,7 @@ return { answer: p.x * 21 };
 	if err := os.WriteFile(file, []byte("type T = number;\n\nfunction f(n: T): never {\n  throw new RangeError(`bad ${n}`);\n}\nexport default f(1);\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = runJSON(t, "", file)
+	r = runJSON(t, "", append(embedded, file)...)
 	if r.ExitCode != 1 || r.Error == nil || r.Error.Name != "RangeError" || r.Error.Message != "bad 1" ||
 		!strings.Contains(r.Error.Stack, "prog.ts:4:") || !strings.Contains(r.Stderr, "Uncaught RangeError: bad 1") {
 		t.Fatalf("%s", dump(r))
@@ -43,7 +44,7 @@ export default [fs.readTextFile("/tmp/x"), etc];
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = runJSON(t, "", file)
+	r = runJSON(t, "", append(embedded, file)...)
 	if r.ExitCode != 0 || string(r.Result) != `["in tmp","TypeError"]` {
 		t.Fatalf("%s", dump(r))
 	}
@@ -63,7 +64,7 @@ func TestRunJSLimits(t *testing.T) {
 	// than that second to start it: then the jail's kill comes first and
 	// there is no TimeoutError. Either ending is right; the timeout is
 	// reported and the output kept whichever it was.
-	r := runJSON(t, "console.log('start');\nfor (;;) {}\n", "--timeout", "5s", "-")
+	r := runJSON(t, "console.log('start');\nfor (;;) {}\n", append(onEmbedded(t, ""), "--timeout", "5s", "-")...)
 	if r.ExitCode != 124 || !hasLimit(r, "timeout") || r.Stdout != "start\n" || r.Result != nil ||
 		r.Error != nil && r.Error.Name != "TimeoutError" {
 		t.Errorf("busy loop: %s", dump(r))
@@ -74,7 +75,7 @@ func TestRunJSLimits(t *testing.T) {
 	cfg := filepath.Join(testenv.PublicDir(t), "crucible.yaml")
 	// The smallest heap and a small jail keep the bombs short: under the
 	// race detector the engine allocates slowly (64MiB took ~15 s here).
-	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_heap: 16MiB\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(embeddedYAML+"  js_heap: 16MiB\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bomb := "console.log('before');\nconst a: string[] = [];\nwhile (true) a.push('x'.repeat(1 << 20) + a.length);\n"
@@ -84,7 +85,7 @@ func TestRunJSLimits(t *testing.T) {
 	}
 	// Each frame costs the worker ~4 KiB of Go stack, several times that
 	// under -race: a bound well inside the jail's memory.
-	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_stack: 2000\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(embeddedYAML+"  js_stack: 2000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r = runJSON(t, "const f = (n: number): number => f(n + 1) + 1;\ntry { f(0); } catch (e) { console.log(String(e)); }\n", "--config", cfg, "--timeout", "1h", "-")
@@ -95,7 +96,7 @@ func TestRunJSLimits(t *testing.T) {
 	// kills the worker, and what it printed is out already. ArrayBuffers
 	// fill it: their zeroed pages are the jail's as soon as they are made,
 	// and they cost the race detector a thirtieth of the strings' writing.
-	if err := os.WriteFile(cfg, []byte("runtimes:\n  js_heap: 4GiB\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(embeddedYAML+"  js_heap: 4GiB\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	buffers := "console.log('before');\nconst a: ArrayBuffer[] = [];\nwhile (true) a.push(new ArrayBuffer(1 << 20));\n"
@@ -110,7 +111,7 @@ func TestRunJSLimits(t *testing.T) {
 // any command: every layer holds.
 func TestAttackJSWorkerCompromised(t *testing.T) {
 	requireRoot(t)
-	r := runJSON(t, brokenworker.Mark+"return 1\n", "-")
+	r := runJSON(t, brokenworker.Mark+"return 1\n", append(onEmbedded(t, ""), "-")...)
 	for _, want := range []string{
 		"init environ\topen /proc/1/environ: permission denied",
 		"write /usr\topen /usr/bin/crucible-x: read-only file system",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,6 +71,22 @@ func hostWorkspace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return ws
+}
+
+// embeddedYAML pins TypeScript and JavaScript to the embedded engine, for
+// the tests of it: the default, auto, is Deno where one is found, as here
+// once npm install has put one in node_modules.
+const embeddedYAML = "runtimes:\n  engine: embedded\n"
+
+// onEmbedded are the flags of a run on the embedded engine: a
+// configuration of embeddedYAML and extra.
+func onEmbedded(t *testing.T, extra string) []string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "crucible.yaml")
+	if err := os.WriteFile(cfg, []byte(embeddedYAML+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--config", cfg}
 }
 
 // run runs the crucible CLI in process and returns its exit code and output.

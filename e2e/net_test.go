@@ -576,7 +576,7 @@ export default await r.text();`, svcName, f.http), args...)
 func TestNetJS(t *testing.T) {
 	requireRoot(t)
 	f := newNetFix(t)
-	flags := f.config(t, f.policy(""))
+	flags := f.config(t, embeddedYAML+f.policy(""))
 	args := append([]string{"run", "--json", "--env", "SSL_CERT_FILE=" + f.ca}, flags...)
 	args = append(args, "-")
 	r := jsonRun(t, fmt.Sprintf(`const a = await (await fetch("http://%[1]s:%[2]d/js")).text();

@@ -58,14 +58,16 @@ func newServerWith(t *testing.T, o Options, edit func(*config.Config)) *Server {
 	return s
 }
 
-// testConfig is the default configuration with one warm jail per pool,
-// changed by edit and valid, and its tools (the caller closes them). The
-// default's second jail of each pool would be built, under the race
-// detector, for nearly every test, and used by few: a test that needs
-// more says so.
+// testConfig is the default configuration with one warm jail per pool, on
+// the embedded engine, changed by edit and valid, and its tools (the
+// caller closes them). The default's second jail of each pool would be
+// built, under the race detector, for nearly every test, and used by few:
+// a test that needs more says so. The default engine, auto, would be Deno
+// here (npm install puts one in node_modules): a test of Deno says so.
 func testConfig(t *testing.T, edit func(*config.Config)) (*config.Config, *sandbox.Tools) {
 	t.Helper()
 	cfg := config.Default()
+	cfg.Runtimes.Engine = config.EngineEmbedded
 	cfg.Sandbox.Timeout = config.Duration(20 * time.Second)
 	cfg.Serve.Pool = 1
 	if edit != nil {

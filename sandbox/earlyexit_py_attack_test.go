@@ -292,7 +292,7 @@ sys.exit(4)
 // machine, the copies run to their end as before, and only the write it
 // interrupted may be cut.)
 func TestJSEarlyEndNoExitCodeOutput(t *testing.T) {
-	cfg := config.Default()
+	cfg := embedded()
 	cfg.Sandbox.Timeout = config.Duration(3 * time.Second)
 	cfg.Sandbox.MaxOutput = 256 * config.MiB
 	p, err := NewPool(cfg, "js", PoolOptions{Size: 1})

@@ -33,6 +33,15 @@ func onEngines(t *testing.T, cfg *config.Config, test func(t *testing.T, cfg *co
 	}
 }
 
+// embedded is the default configuration on the embedded engine, for the
+// tests of its pools and worker: the default, auto, is Deno where one is
+// found (as here, after npm install).
+func embedded() *config.Config {
+	cfg := config.Default()
+	cfg.Runtimes.Engine = config.EngineEmbedded
+	return cfg
+}
+
 // needDeno is Missing when cfg finds no deno.
 func needDeno(t *testing.T, cfg *config.Config) {
 	t.Helper()

@@ -63,8 +63,7 @@ func TestEngine(t *testing.T) {
 		t.Errorf("a ts program on a missing deno: %v", err)
 	}
 
-	embedded := config.Default()
-	if sameWorker(embedded, "ts", "deno") || sameWorker(embedded, "deno", "deno") {
+	if sameWorker(embedded(), "ts", "deno") || sameWorker(embedded(), "deno", "deno") {
 		t.Error("the embedded engine's pool serves deno, or deno has a pool of its own")
 	}
 	if _, err := deno.Find(""); err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/cruciblehq/crucible/audit"
-	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
@@ -21,7 +20,7 @@ func TestPoolRunsAnotherLanguage(t *testing.T) {
 	}{{"ts", "ts", true}, {"ts", "js", true}, {"js", "ts", true}, {"py", "py", true},
 		{"ts", "py", false}, {"py", "js", false}, {"ts", "cobol", false}, {"cobol", "ts", false},
 		{"cobol", "cobol", false}, {"deno", "deno", false}} {
-		if got := sameWorker(config.Default(), c.a, c.b); got != c.same {
+		if got := sameWorker(embedded(), c.a, c.b); got != c.same {
 			t.Errorf("SameWorker(%q, %q) = %v", c.a, c.b, got)
 		}
 	}

@@ -27,7 +27,7 @@ import (
 func jsPool(t *testing.T, o PoolOptions, timeout time.Duration) *Pool {
 	t.Helper()
 	testenv.NeedRoot(t, "builds real jails with cgroup limits")
-	cfg := config.Default()
+	cfg := embedded()
 	if timeout > 0 {
 		cfg.Sandbox.Timeout = config.Duration(timeout)
 	}

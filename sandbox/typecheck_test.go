@@ -112,11 +112,10 @@ return fs.readTextFile(42);`), "execute.ts", check)
 		t.Errorf("a check without the memory for it: %+v %+v; want a TypeCheckError or the memory limit", x, x.Error)
 	}
 
-	embedded := config.Default()
-	if err := CanTypeCheck(embedded, "ts"); err == nil || !strings.Contains(err.Error(), "runtimes.engine") {
+	if err := CanTypeCheck(embedded(), "ts"); err == nil || !strings.Contains(err.Error(), "runtimes.engine") {
 		t.Errorf("a check on the embedded engine: %v", err)
 	}
-	if _, err := CheckedProgram(embedded, "py", []byte("1"), "-", check); err == nil {
+	if _, err := CheckedProgram(embedded(), "py", []byte("1"), "-", check); err == nil {
 		t.Error("a Python program type-checked")
 	}
 }
