@@ -69,6 +69,7 @@ func main() {
 	flag.Parse()
 
 	embedded := config.Default()
+	embedded.Runtimes.Engine = config.EngineEmbedded
 	embedded.Sandbox.Timeout = config.Duration(2 * time.Minute)
 	onDeno := *embedded
 	onDeno.Runtimes.Engine = config.EngineDeno

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cruciblehq/crucible/bench/internal/hello"
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/jail"
@@ -76,6 +77,7 @@ func main() {
 	atCleanup(m.close)
 	stopOnSignal()
 	cfg := config.Default()
+	cfg.Runtimes.Engine = config.EngineEmbedded // ts: the embedded engine; deno: Deno's pool
 	type pools struct{ single, burst *sandbox.Pool }
 	var order []string
 	ps := map[string]pools{}
@@ -103,6 +105,21 @@ func main() {
 	}
 	if err := exec.Command(bwrap[0], bwrap[1:]...).Run(); err != nil {
 		fail(fmt.Errorf("bwrap: %w", err))
+	}
+	if *crucible != "" {
+		f, err := os.CreateTemp("", "bench-pool-*.yaml")
+		if err != nil {
+			fail(err)
+		}
+		atCleanup(func() { _ = os.Remove(f.Name()) })
+		_, err = f.WriteString(hello.Embedded)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			fail(err)
+		}
+		embeddedConfig = f.Name()
 	}
 
 	var bwWall, bwCPU []time.Duration
@@ -261,10 +278,14 @@ func run(p *sandbox.Pool, l string) {
 	}
 }
 
+// embeddedConfig is a configuration file of hello.Embedded, for -crucible:
+// ts on the embedded engine, as the pool's.
+var embeddedConfig string
+
 // runCold runs the language's program with `crucible run`, in a jail of its
 // own, and checks its result.
 func runCold(crucible, l string) {
-	c := exec.Command(crucible, "run", "--json", "--lang", l, "-")
+	c := exec.Command(crucible, "run", "--json", "--config", embeddedConfig, "--lang", l, "-")
 	c.Stdin = strings.NewReader(programs[l])
 	out, err := c.Output()
 	if err != nil || !strings.Contains(string(out), `"result":1`) {

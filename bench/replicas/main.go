@@ -28,6 +28,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cruciblehq/crucible/bench/internal/hello"
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 )
 
@@ -73,7 +74,7 @@ func run(crucible string, n int, code string) error {
 	var sessions [2]*mcp.ClientSession
 	for i, ip := range []string{"127.0.0.1", "127.0.0.2"} {
 		cfg := filepath.Join(dir, ip+".yaml")
-		if err := os.WriteFile(cfg, []byte(fmt.Sprintf("serve:\n  rate: 0\n  replicas:\n    name: %s\n    peer: http://{name}:%s\n    key: {from: file:%s}\n",
+		if err := os.WriteFile(cfg, []byte(hello.Embedded+fmt.Sprintf("serve:\n  rate: 0\n  replicas:\n    name: %s\n    peer: http://{name}:%s\n    key: {from: file:%s}\n",
 			ip, port, filepath.Join(dir, "key"))), 0o600); err != nil {
 			return err
 		}

@@ -30,13 +30,13 @@ func main() {
 	warm := flag.Int("warm", 500, "executions on the warm pool")
 	flag.Parse()
 
-	file, remove, err := hello.Write()
+	file, embedded, remove, err := hello.Write()
 	if err != nil {
 		fail(err)
 	}
 	defer remove()
 	cmds := map[string][]string{
-		"crucible run hello.ts": {*crucible, "run", file},
+		"crucible run hello.ts": {*crucible, "run", "--config", embedded, file},
 		"deno run hello.ts":     {*deno, "run", "--no-config", "--no-prompt", "--quiet", file},
 		"python3 -c":            {"/usr/bin/python3", "-c", `print("hello")`},
 		"crucible exec true":    {*crucible, "exec", "--", "/bin/true"},
@@ -63,6 +63,7 @@ func main() {
 // always ready (latency), then as many as the pool takes (throughput).
 func benchPool(n int) {
 	cfg := config.Default()
+	cfg.Runtimes.Engine = config.EngineEmbedded
 	p, err := sandbox.NewPool(cfg, "ts", sandbox.PoolOptions{Size: 2})
 	if err != nil {
 		fail(err)

@@ -61,6 +61,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cruciblehq/crucible/bench/internal/hello"
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/sandbox"
@@ -79,7 +80,7 @@ var files = map[string]string{"ts": "execute.ts", "js": "execute.js", "py": "exe
 // serveConfig turns the rate limit off (10/s per client by default) and
 // lets every caller of the benchmark run at once; the pool is the
 // default's.
-const serveConfig = "serve:\n  rate: 0\n  max_concurrent: 8\n  pool: 2\n  ops_public: true\n"
+const serveConfig = hello.Embedded + "serve:\n  rate: 0\n  max_concurrent: 8\n  pool: 2\n  ops_public: true\n"
 
 // spaced is the pause between the calls of a "100 ms apart" row.
 const spaced = 100 * time.Millisecond
@@ -183,7 +184,7 @@ func bench(crucible string, n, runs, conc int) error {
 	}
 
 	rows := g.rows(langs, bases)
-	cold := coldRow("crucible run (cold)", crucible, "1", "run", "--json", progPath)
+	cold := coldRow("crucible run (cold)", crucible, "1", "run", "--json", "--config", cfgPath, progPath)
 	rows = append(rows, cold,
 		coldRow("crucible exec (cold)", crucible, "", "exec", "--json", "--", "/bin/true"),
 		refusedRow("stdio refused", g.stdio, g.stdio.sess),

@@ -46,14 +46,14 @@ func main() {
 	if *deno == "" {
 		return
 	}
-	file, remove, err := hello.Write()
+	file, embedded, remove, err := hello.Write()
 	if err != nil {
 		fail(err)
 	}
 	defer remove()
 	fmt.Println()
 	compare("runtimes, cold", *n, "crucible run", "deno run", map[string][]string{
-		"crucible run": {*crucible, "run", file},
+		"crucible run": {*crucible, "run", "--config", embedded, file},
 		"deno run":     {*deno, "run", "--no-config", "--no-prompt", "--quiet", file},
 	}, []string{"crucible run", "deno run"})
 }

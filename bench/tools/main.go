@@ -31,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cruciblehq/crucible/bench/internal/hello"
 	"github.com/cruciblehq/crucible/bench/internal/timing"
 )
 
@@ -78,7 +79,7 @@ func bench(crucible, everything string, n, runs int, jailed, rule bool) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg := fmt.Sprintf("servers:\n  ev:\n    command: %s\n    args: [%s]\n", node, main)
+	cfg := hello.Embedded + fmt.Sprintf("servers:\n  ev:\n    command: %s\n    args: [%s]\n", node, main)
 	if jailed {
 		nm := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(main)))) // node_modules
 		cfg += fmt.Sprintf("    jail: true\n    ro: [%s]\n", nm)
