@@ -37,18 +37,22 @@ func TestTypeCheck(t *testing.T) {
 	cfg, tools, check := checkedTools(t)
 	p := denoPool(t, cfg, PoolOptions{Size: 1, Tools: tools})
 	const effects = "console.log(\"ran\");\nDeno.writeTextFileSync(\"/tmp/ran\", \"\");\n"
-	for _, c := range []struct{ name, file, src, result, diags string }{
-		{"a script that passes", "execute.ts", effects + `const r: unknown = await tools.ev.echo({ message: "hi" });
-return r;`, `"Echo: hi"`, ""},
-		{"a wrong argument", "execute.ts", effects + `await tools.ev.echo({ mesage: "hi" });
-return 1;`, "", "execute.ts:3:23 TS2561 "},
-		{"a tool not there", "execute.ts", effects + `return await tools.ev.ech({ message: "hi" });`, "", "execute.ts:3:23 TS2551 "},
-		{"on line 1", "execute.ts", `const n: number = "one"; ` + effects, "", "execute.ts:1:7 TS2322 "},
+	for _, c := range []struct {
+		name, file, src, result string
+		diags                   []string
+	}{
+		{"a script that passes, without annotations, a catch's error used", "execute.ts", `function f(x) { return x; }
+let name = "";
+try { JSON.parse("{"); } catch (e) { name = e.name; }
+const r: unknown = await tools.ev.echo({ message: "hi" });
+return [r, f(name)];`, `["Echo: hi","SyntaxError"]`, nil},
+		{"a script: a string for a number on line 1, a wrong argument, a tool not there", "execute.ts",
+			`const n: number = "one"; ` + effects + `await tools.ev.echo({ mesage: "hi" });
+return await tools.ev.ech({ message: "hi" });`, "",
+			[]string{"execute.ts:1:7 TS2322 ", "execute.ts:3:23 TS2561 ", "execute.ts:4:23 TS2551 "}},
 		{"a module", "m.ts", effects + `const n: number = await tools.ev.get_sum({ a: 1, b: "2" });
-export default n;`, "", "m.ts:3:50 TS2322 "},
-		{"JavaScript", "main.js", effects + `return await tools.ev.echo({ message: 1 });`, "", "main.js:3:"},
-		{"a catch of unknown, without annotations", "execute.ts", `try { JSON.parse("{"); } catch (e) { return e.name; }
-function f(x) { return x; }`, `"SyntaxError"`, ""},
+export default n;`, "", []string{"m.ts:3:50 TS2322 "}},
+		{"JavaScript", "main.js", effects + `return await tools.ev.echo({ message: 1 });`, "", []string{"main.js:3:"}},
 	} {
 		language := "ts"
 		if strings.HasSuffix(c.file, ".js") {
@@ -58,14 +62,16 @@ function f(x) { return x; }`, `"SyntaxError"`, ""},
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if c.diags == "" {
+		if c.diags == nil {
 			if x.Error != nil || string(x.Result) != c.result {
 				t.Errorf("%s: %s %+v\n%s", c.name, x.Result, x.Error, x.Stderr)
 			}
 			continue
 		}
-		if x.Error == nil || x.Error.Name != "TypeCheckError" || !strings.Contains(x.Error.Message, "\n"+c.diags) || x.ExitCode == 0 {
-			t.Errorf("%s: exit %d, %+v; want a TypeCheckError at %s", c.name, x.ExitCode, x.Error, c.diags)
+		for _, d := range c.diags {
+			if x.Error == nil || x.Error.Name != "TypeCheckError" || !strings.Contains(x.Error.Message, "\n"+d) || x.ExitCode == 0 {
+				t.Errorf("%s: exit %d, %+v; want a TypeCheckError at %s", c.name, x.ExitCode, x.Error, d)
+			}
 		}
 		if strings.Contains(x.Stdout, "ran") || len(x.ToolCalls) > 0 {
 			t.Errorf("%s: the program ran: %q, %d tool calls", c.name, x.Stdout, len(x.ToolCalls))
