@@ -101,6 +101,13 @@ func serve(t *testing.T, h http.Handler, cfg *tls.Config) int {
 
 func selfSigned(t *testing.T, name string) (tls.Certificate, []byte) {
 	t.Helper()
+	return issue(t, name, nil)
+}
+
+// issue is a certificate for name and its PEM: a CA's of its own if parent
+// is nil, else a server's signed by parent.
+func issue(t *testing.T, name string, parent *tls.Certificate) (tls.Certificate, []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -111,12 +118,20 @@ func selfSigned(t *testing.T, name string) (tls.Certificate, []byte) {
 		DNSNames:              []string{name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
+		IsCA:                  parent == nil,
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	signer, signerKey := tmpl, any(key)
+	if parent != nil {
+		tmpl.SerialNumber, tmpl.KeyUsage = big.NewInt(2), x509.KeyUsageDigitalSignature
+		if signer, err = x509.ParseCertificate(parent.Certificate[0]); err != nil {
+			t.Fatal(err)
+		}
+		signerKey = parent.PrivateKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
