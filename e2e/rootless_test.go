@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/internal/testenv"
+	"github.com/cruciblehq/crucible/lang/deno"
 	"github.com/cruciblehq/crucible/sandbox"
 )
 
@@ -147,6 +148,8 @@ func TestRootless(t *testing.T) {
 		t.Errorf("the README's command: exit %d, %v\n%s\n%s", code, err, out, errs)
 	}
 
+	rootlessDenoTools(t, u, bin, "--allow-degraded", "cgroup")
+
 	// The network: with the host's /dev/net/tun as it is (0600 on some
 	// machines of this kind), it works, or is refused with the fix.
 	f := newNetFix(t)
@@ -175,6 +178,27 @@ func TestRootless(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "user namespace of its own that maps your id alone") || !strings.Contains(out, "--allow-degraded cgroup") {
 		t.Errorf("doctor as the user: exit %d\n%s", code, out)
 	}
+}
+
+// rootlessDenoTools runs, as u, a Deno program that calls a tool: its
+// tools channel, two pipes (lang.Program.ToolPipes), is the jail's user's
+// to open by /dev/fd/N as the result pipe is, whichever host id that is.
+func rootlessDenoTools(t *testing.T, u *testUser, bin string, flags ...string) {
+	t.Helper()
+	t.Run("deno tools", func(t *testing.T) { // what this machine lacks skips the subtest alone
+		denoBin, err := deno.Find("")
+		if err != nil {
+			testenv.Missing(t, "no deno: run npm install at the repository's root")
+		}
+		node, main := testenv.NeedEverything(t, "../node_modules")
+		cfg := publicConfig(t, fmt.Sprintf("runtimes:\n  deno: %s\nservers:\n  ev:\n    command: %s\n    args: [%s]\n", denoBin, node, main))
+		args := append([]string{"run", "--json", "--config", cfg, "--lang", "deno"}, flags...)
+		code, out, errs := u.run(t, bin, strings.NewReader(`export default await tools.ev.echo({ message: "as a user" });`), nil, append(args, "-")...)
+		var r sandbox.Result
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || string(r.Result) != `"Echo: as a user"` || len(r.ToolCalls) != 1 {
+			t.Errorf("a Deno program's tool call as the user: exit %d, %v\n%s\n%s", code, err, out, errs)
+		}
+	})
 }
 
 // checkRootlessNet checks what the network test of the rootless tests
@@ -242,6 +266,8 @@ func TestRootlessSubIDs(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || !slices.Contains(r.LimitsHit, "pids") {
 		t.Errorf("64 processes under a limit of 32: exit %d\n%s", code, out)
 	}
+
+	rootlessDenoTools(t, u, bin)
 
 	f := newNetFix(t)
 	cfg := publicConfig(t, f.policy(""))

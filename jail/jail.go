@@ -116,16 +116,17 @@ type Spec struct {
 	// whether the report has one.
 	ReportedExit func(report []byte) (code int, ok bool)
 
-	// Tools, if not nil, is a socket (or, with ToolsOut, the read end of
-	// a pipe, which the jail gives the sandbox user) the command gets as its fd 4 (open
+	// Tools, if not nil, is a socket the command gets as its fd 4 (open
 	// across its exec, like fd 3): the private channel of the execution's
 	// tool calls, whose other end the caller serves. The jail passes a copy
 	// to init and closes its own copy once init has it; Tools stays the
 	// caller's to close.
 	Tools *os.File
-	// ToolsOut, if not nil, is the command's fd 5, beside Tools, for a
-	// channel of two pipes (the command reads Tools and writes
-	// ToolsOut), as Tools is passed and the caller's to close.
+	// ToolsOut, if not nil, makes the channel two pipes: Tools is then the
+	// read end of the answers' pipe, and ToolsOut the write end of the
+	// requests', the command's fd 5, passed as Tools is. The jail gives
+	// both to the sandbox user, as it does the result pipe, so that the
+	// command may open them again by /dev/fd/N.
 	ToolsOut *os.File
 
 	// Files are placed read-only in the jail before the command starts, each

@@ -298,6 +298,50 @@ func startAsync(t *testing.T, s *Spec) (*Jail, <-chan runResult) {
 	return j, done
 }
 
+// A tools channel of two pipes is the command's fds 4 (the answers, read)
+// and 5 (the requests, written), with or without a result channel at fd
+// 3, and the command opens each again by /dev/fd/N (as Deno does), which
+// it may since the jail gives them to the sandbox user.
+func TestToolsPipes(t *testing.T) {
+	testenv.NeedRoot(t, "the cgroup layer")
+	for _, withResult := range []bool{false, true} {
+		answersR, answersW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		requestsR, requestsW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := spec("/bin/sh", "-c", `echo ping >/dev/fd/5; read -r a </dev/fd/4; echo "$a"; ls /proc/self/fd | tr '\n' ' '`)
+		var out, result bytes.Buffer
+		s.Stdout, s.Stderr, s.Tools, s.ToolsOut = &out, &out, answersR, requestsW
+		if withResult {
+			s.Result = &result
+		}
+		go func() {
+			b := make([]byte, 5)
+			if _, err := io.ReadFull(requestsR, b); err == nil && string(b) == "ping\n" {
+				_, _ = answersW.Write([]byte("pong\n"))
+			}
+		}()
+		r, err := Run(context.Background(), s)
+		for _, f := range []*os.File{answersR, answersW, requestsR, requestsW} {
+			f.Close()
+		}
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("run: %v %+v\n%s", err, r, out.String())
+		}
+		want := "pong\n0 1 2 3 4 5 " // without a result channel, 3 is ls's own directory
+		if withResult {
+			want = "pong\n0 1 2 3 4 5 6 "
+		}
+		if out.String() != want {
+			t.Errorf("result channel %v: output %q, want %q", withResult, out.String(), want)
+		}
+	}
+}
+
 // The tools socket is the command's fd 4, with or without a result channel
 // at fd 3, and no other descriptor comes with it.
 func TestToolsSocket(t *testing.T) {
