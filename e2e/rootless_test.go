@@ -190,8 +190,21 @@ func rootlessDenoTools(t *testing.T, u *testUser, bin string, flags ...string) {
 		if err != nil {
 			testenv.Missing(t, "no deno: run npm install at the repository's root")
 		}
-		node, main := testenv.NeedEverything(t, "../node_modules")
-		cfg := publicConfig(t, fmt.Sprintf("runtimes:\n  deno: %s\nservers:\n  ev:\n    command: %s\n    args: [%s]\n", denoBin, node, main))
+		node := testenv.NeedTool(t, "node")
+		// The user reaches neither the checkout (a clone may be private)
+		// nor its node_modules: deno and the server go where it may.
+		dir := testenv.PublicDir(t)
+		pubDeno, server := filepath.Join(dir, "deno"), filepath.Join(dir, "echo.js")
+		if err := os.Link(denoBin, pubDeno); err != nil {
+			b, err := os.ReadFile(denoBin)
+			if err != nil || os.WriteFile(pubDeno, b, 0o755) != nil {
+				t.Fatalf("deno for the user: %v", err)
+			}
+		}
+		if err := os.WriteFile(server, []byte(echoServer), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := publicConfig(t, fmt.Sprintf("runtimes:\n  deno: %s\nservers:\n  ev:\n    command: %s\n    args: [%s]\n", pubDeno, node, server))
 		args := append([]string{"run", "--json", "--config", cfg, "--lang", "deno"}, flags...)
 		code, out, errs := u.run(t, bin, strings.NewReader(`export default await tools.ev.echo({ message: "as a user" });`), nil, append(args, "-")...)
 		var r sandbox.Result
@@ -200,6 +213,28 @@ func rootlessDenoTools(t *testing.T, u *testUser, bin string, flags ...string) {
 		}
 	})
 }
+
+// echoServer is a stdio MCP server with one tool, echo, that needs no
+// package: node runs it as it is.
+const echoServer = `let buf = "";
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+process.stdin.on("data", (d) => {
+  buf += d;
+  for (let i; (i = buf.indexOf("\n")) >= 0; buf = buf.slice(i + 1)) {
+    const m = JSON.parse(buf.slice(0, i));
+    if (m.id === undefined) continue;
+    if (m.method === "initialize") {
+      send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } } });
+    } else if (m.method === "tools/list") {
+      send({ jsonrpc: "2.0", id: m.id, result: { tools: [{ name: "echo", inputSchema: { type: "object", properties: { message: { type: "string" } } } }] } });
+    } else if (m.method === "tools/call") {
+      send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: "Echo: " + m.params.arguments.message }] } });
+    } else {
+      send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no such method" } });
+    }
+  }
+});
+`
 
 // checkRootlessNet checks what the network test of the rootless tests
 // printed: the allowed host reached, the other name refused and recorded.
