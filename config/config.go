@@ -199,6 +199,10 @@ type Server struct {
 	// each request and are redacted like Env.
 	URL     string            `yaml:"url,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty"`
+	// OAuth logs in to a url server with OAuth 2.1 (crucible login NAME)
+	// instead of a static header: its tokens live in the user's state
+	// directory, never in the config, and never reach the code.
+	OAuth *ServerOAuth `yaml:"oauth,omitempty"`
 
 	// Tools says which of the server's tools the code may call.
 	Tools ToolFilter `yaml:"tools,omitempty"`
@@ -367,6 +371,16 @@ func validateURLServer(at string, s *Server) error {
 			return fieldErrorf(key(f.k), "is for a command; a url server takes headers")
 		}
 	}
+	if s.OAuth != nil {
+		if err := s.OAuth.validate(key("oauth")); err != nil {
+			return err
+		}
+		for k := range s.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				return fieldErrorf(mapPath(key("headers"), k), "is oauth's to set; a server logs in one way")
+			}
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		if !headerName().MatchString(k) {
 			return fieldErrorf(mapPath(key("headers"), k), "not a valid header name")
@@ -403,6 +417,9 @@ func validateCommand(at string, s *Server) error {
 	}
 	if len(s.Headers) > 0 {
 		return fieldErrorf(key("headers"), "is for a url; a command server takes env")
+	}
+	if s.OAuth != nil {
+		return fieldErrorf(key("oauth"), "is for a url; a command server takes env")
 	}
 	return nil
 }

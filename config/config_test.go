@@ -231,6 +231,8 @@ func TestLoadFull(t *testing.T) {
 			Network: Network{Allow: []string{"api.github.com"}, MaxConnections: 8},
 			Limits:  ServerLimits{Memory: 256 * MiB, Pids: 64, CPUs: 0.5}},
 		"docs": {URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer example"}},
+		"tracker": {URL: "https://mcp.tracker.example/mcp", OAuth: &ServerOAuth{ClientID: "crucible-acme",
+			ClientSecret: SecretSource{From: "env:CRUCIBLE_TRACKER_SECRET"}, Scopes: []string{"issues:read"}, Grant: GrantClientCredentials}},
 	}
 	if !reflect.DeepEqual(c.Servers, wantServers) {
 		t.Errorf("Load(full.yaml).Servers =\n%+v\nwant\n%+v", c.Servers, wantServers)
@@ -266,7 +268,7 @@ func TestLoadFull(t *testing.T) {
 	// Every field is set away from its default, so the example exercises
 	// every field's decoder.
 	for _, sec := range [][2]any{{c.Sandbox, Default().Sandbox}, {c.Network, Default().Network}, {c.Tools, Default().Tools}, {c.Serve, Default().Serve},
-		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}}}, {c.Servers["docs"], Server{Command: "x", Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Resources: ToolFilter{Allow: []string{"x"}}, Rules: []CallRule{{}}, Group: "x", Timeout: 1, ApprovalTimeout: 1, Shared: true, MaxClients: 1, IdleTimeout: 1,
+		{c.Servers["github"], Server{URL: "x", Headers: map[string]string{}, OAuth: &ServerOAuth{}}}, {*c.Servers["tracker"].OAuth, ServerOAuth{}}, {c.Servers["docs"], Server{Command: "x", OAuth: &ServerOAuth{}, Args: []string{}, Env: map[string]string{}, Cwd: "x", Tools: ToolFilter{Allow: []string{"x"}}, Resources: ToolFilter{Allow: []string{"x"}}, Rules: []CallRule{{}}, Group: "x", Timeout: 1, ApprovalTimeout: 1, Shared: true, MaxClients: 1, IdleTimeout: 1,
 			Jail: true, RO: []string{}, Network: Network{MaxConnections: 1}, Limits: ServerLimits{Pids: 1}}}} {
 		got, def := reflect.ValueOf(sec[0]), reflect.ValueOf(sec[1])
 		for i := range got.NumField() {
@@ -330,6 +332,15 @@ func TestParseErrors(t *testing.T) {
 		{"servers:\n  gh:\n    url: http://a/\n    env: {A: b}\n", `c.yaml:4: servers["gh"].env: is for a command; a url server takes headers`},
 		{"servers:\n  gh:\n    command: x\n    headers: {A: b}\n", `c.yaml:4: servers["gh"].headers: is for a url; a command server takes env`},
 		{"servers:\n  gh:\n    url: http://a/\n    headers: {\"A B\": c}\n", `c.yaml:4: servers["gh"].headers["A B"]: not a valid header name`},
+		{"servers:\n  gh:\n    command: x\n    oauth: {}\n", `c.yaml:4: servers["gh"].oauth: is for a url; a command server takes env`},
+		{"servers:\n  gh:\n    url: http://a/\n    oauth: {grant: password}\n", `c.yaml:4: servers["gh"].oauth.grant: "password" is not authorization_code or client_credentials`},
+		{"servers:\n  gh:\n    url: http://a/\n    oauth: {grant: client_credentials}\n", `c.yaml:4: servers["gh"].oauth.grant: client_credentials needs a pre-registered client_id and its client_secret`},
+		{"servers:\n  gh:\n    url: http://a/\n    oauth: {client_secret: {from: env:S}}\n", `c.yaml:4: servers["gh"].oauth.client_secret: needs client_id, the client it is the secret of`},
+		{"servers:\n  gh:\n    url: http://a/\n    oauth: {client_id: a, client_secret: {from: hunter2}}\n", `c.yaml:4: servers["gh"].oauth.client_secret.from: must be env:VAR or file:/absolute/path`},
+		{"servers:\n  gh:\n    url: http://a/\n    oauth: {client_id: \"https://c.example/\"}\n", `c.yaml:4: servers["gh"].oauth.client_id: "https://c.example/" is not the URL of a Client ID Metadata Document (an https URL with a path)`},
+		{"servers:\n  gh:\n    url: http://a/\n    oauth: {client_id: \"https://c.example/c.json\", client_secret: {from: env:S}}\n", `c.yaml:4: servers["gh"].oauth.client_secret: is for a pre-registered client; a Client ID Metadata Document's client has none`},
+		{"servers:\n  gh:\n    url: http://a/\n    oauth: {scopes: [\"a b\"]}\n", `c.yaml:4: servers["gh"].oauth.scopes[0]: "a b" is not a scope (no spaces, quotes or backslashes)`},
+		{"servers:\n  gh:\n    url: http://a/\n    oauth: {}\n    headers: {authorization: x}\n", `c.yaml:5: servers["gh"].headers["authorization"]: is oauth's to set; a server logs in one way`},
 		{"servers:\n  gh:\n    command: x\n    env: {1A: b}\n", `c.yaml:4: servers["gh"].env["1A"]: not a valid variable name (letters, digits and _, not starting with a digit)`},
 		{"servers:\n  gh:\n    command: x\n    cwd: rel\n", `c.yaml:4: servers["gh"].cwd: "rel" is not an absolute path`},
 		{"servers:\n  gh:\n    command: x\n    tools: {deny: [\"[a\"]}\n", `c.yaml:4: servers["gh"].tools.deny[0]: "[a" is not a tool name pattern: a '[' with no ']' (use e.g. get_*, *_issue or [a-c]*)`},

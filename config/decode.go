@@ -180,6 +180,14 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 			v.Set(m)
 		}
 		return err
+	case reflect.Pointer:
+		// An optional section: set once written, even as {}.
+		e := reflect.New(v.Type().Elem())
+		if err := d.value(at, e.Elem(), path); err != nil {
+			return err
+		}
+		v.Set(e)
+		return nil
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			return d.errorf(at, path, "must be a list, not %s", describe(n))

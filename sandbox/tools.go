@@ -3,14 +3,17 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/policy/netpolicy"
+	"github.com/cruciblehq/crucible/serverlogin"
 	"github.com/cruciblehq/crucible/toolbridge"
 )
 
@@ -44,6 +47,9 @@ func toolOptions(cfg *config.Config, w *audit.Writer) toolbridge.Options {
 		if s.Jail {
 			srv.Start = serverStart(name, s, cfg.Sandbox.AllowDegraded, w)
 			srv.Paths = s.RO
+		}
+		if s.OAuth != nil {
+			srv.Login = serverLogin(cfg, name)
 		}
 		o.Servers[name] = srv
 	}
@@ -107,4 +113,49 @@ func resourceFilter(f config.ToolFilter) *toolbridge.Filter {
 		return nil
 	}
 	return &toolbridge.Filter{Allow: f.Allow, Deny: f.Deny}
+}
+
+// LoginSettings are the login settings of cfg's server name, which has an
+// oauth section; its client secret is read now.
+func LoginSettings(cfg *config.Config, name string) (*serverlogin.Settings, error) {
+	s, ok := cfg.Servers[name]
+	if !ok || s.URL == "" {
+		return nil, fmt.Errorf("there is no url server %s in the config", name)
+	}
+	if s.OAuth == nil {
+		return nil, fmt.Errorf("server %s has no oauth section: it logs in with its headers, if at all", name)
+	}
+	dir, err := serverlogin.DefaultDir()
+	if err != nil {
+		return nil, err
+	}
+	out := &serverlogin.Settings{Server: name, URL: s.URL, ClientID: s.OAuth.ClientID, Scopes: s.OAuth.Scopes,
+		ClientCredentials: s.OAuth.Grant == config.GrantClientCredentials, Store: &serverlogin.Store{Dir: dir}}
+	if from := s.OAuth.ClientSecret.From; from != "" {
+		b, err := readSource(from)
+		if err != nil {
+			return nil, fmt.Errorf("servers[%q].oauth.client_secret: %w", name, err)
+		}
+		out.ClientSecret = string(b)
+	}
+	return out, nil
+}
+
+// serverLogin gives the bridge the OAuth handler of cfg's server name:
+// for now the operator's login (crucible login NAME) for every client.
+func serverLogin(cfg *config.Config, name string) func(client string) (toolbridge.Authorizer, error) {
+	h := sync.OnceValues(func() (*serverlogin.Handler, error) {
+		s, err := LoginSettings(cfg, name)
+		if err != nil {
+			return nil, err
+		}
+		return serverlogin.NewHandler(s, serverlogin.Operator)
+	})
+	return func(string) (toolbridge.Authorizer, error) {
+		a, err := h()
+		if err != nil {
+			return nil, err // not a nil *Handler in a non-nil interface
+		}
+		return a, nil
+	}
 }

@@ -62,7 +62,10 @@ type server struct {
 	maxMessage int
 	log        *slog.Logger
 	redact     *redaction
-	client     *mcp.Client
+	// authz is the instance's OAuth handler, made on first use; nil
+	// without cfg.Login.
+	authz  func() (Authorizer, error)
+	client *mcp.Client
 	// life ends when the bridge closes: it stops a start in progress.
 	life context.Context
 	end  context.CancelFunc
@@ -78,10 +81,19 @@ type server struct {
 	closed   bool
 }
 
-func newServer(name string, cfg Server, r *rules, maxMessage int, home string, log *slog.Logger) *server {
+func newServer(name, key string, cfg Server, r *rules, maxMessage int, home string, log *slog.Logger) *server {
 	s := &server{name: name, cfg: cfg, rules: r, maxMessage: maxMessage, log: log, backoff: firstBackoff}
 	s.life, s.end = context.WithCancel(context.Background())
 	s.redact = redactor(cfg, home)
+	if cfg.Login != nil {
+		s.authz = sync.OnceValues(func() (Authorizer, error) { return cfg.Login(key) })
+		s.redact.tokens = func() []string {
+			if a, err := s.authz(); err == nil {
+				return a.Secrets()
+			}
+			return nil
+		}
+	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"},
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -120,6 +132,12 @@ type redaction struct {
 	verbatim *strings.Replacer // credentials as written, and a URL with a key
 	forms    *secrets.Set      // credentials in every other form; nil for none
 	paths    *strings.Replacer
+	// tokens, if not nil, are credentials that change (an OAuth login's
+	// tokens): redacted as the others, their forms made anew as they do.
+	tokens func() []string
+	mu     sync.Mutex
+	seen   string       // the tokens of tokenForms, joined
+	tforms *secrets.Set // their forms
 }
 
 // Replace redacts s for the code.
@@ -132,6 +150,42 @@ func (r *redaction) credentials(s string) string {
 	s = r.verbatim.Replace(s) // first: "[redacted]" reads better than a token
 	if r.forms != nil {
 		s = r.forms.RedactString(s)
+	}
+	if r.tokens != nil {
+		s = r.tokenForms(s)
+	}
+	return s
+}
+
+// tokenForms redacts the current tokens from s.
+func (r *redaction) tokenForms(s string) string {
+	var vs []string
+	for _, v := range r.tokens() {
+		if len(v) >= minRedacted && !slices.Contains(vs, v) {
+			vs = append(vs, v)
+		}
+	}
+	slices.Sort(vs)
+	for _, v := range vs {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+		s = strings.ReplaceAll(s, url.QueryEscape(v), "[redacted]")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if key := strings.Join(vs, "\x00"); key != r.seen {
+		values := map[string][]byte{}
+		for i, v := range vs {
+			if len(v) >= secrets.MinLen && len(v) <= secrets.MaxLen {
+				values[strconv.Itoa(i)] = []byte(v)
+			}
+		}
+		r.seen, r.tforms = key, nil
+		if len(values) > 0 {
+			r.tforms, _ = secrets.New(values)
+		}
+	}
+	if r.tforms != nil {
+		s = r.tforms.RedactString(s)
 	}
 	return s
 }
@@ -291,12 +345,25 @@ func (s *server) start(done chan struct{}) {
 		// refused after.
 		t = &mcp.IOTransport{Reader: proc.Stdout, Writer: proc, MaxLineLength: s.maxMessage}
 	} else {
-		t = &mcp.StreamableClientTransport{
+		st := &mcp.StreamableClientTransport{
 			Endpoint:             s.cfg.URL,
 			HTTPClient:           &http.Client{Transport: headers{s.cfg.Headers, origin(s.cfg.URL), http.DefaultTransport}},
 			MaxRetries:           -1, // we restart the session ourselves
 			DisableStandaloneSSE: true,
 		}
+		if s.authz != nil {
+			a, err := s.authz()
+			if err != nil {
+				s.mu.Lock()
+				s.fail(err)
+				close(done)
+				s.starting = nil
+				s.mu.Unlock()
+				return
+			}
+			st.OAuthHandler = a
+		}
+		t = st
 	}
 	sess, err := s.client.Connect(ctx, t, nil)
 	if err != nil && proc != nil {
@@ -318,11 +385,10 @@ func (s *server) start(done chan struct{}) {
 		err = errors.New("the bridge is closed")
 	}
 	if err != nil {
-		msg := err.Error()
 		if line := stderr.last(); line != "" {
-			msg += "; its last words: " + line
+			err = fmt.Errorf("%w; its last words: %s", err, line)
 		}
-		s.fail(errors.New(msg))
+		s.fail(err)
 		return
 	}
 	s.log.Info("tool server started")
@@ -346,6 +412,11 @@ func (s *server) fail(err error) {
 	s.failures++
 	s.lastErr = errors.New(s.redact.Replace(err.Error()))
 	s.retryAt = time.Now().Add(backoff(s.failures, s.backoff))
+	if login, ok := errors.AsType[loginNeeded](err); ok {
+		// Its own words, and no back-off: a login may come any time, and
+		// the next attempt costs one request.
+		s.lastErr, s.retryAt = errors.New(s.redact.Replace(login.Error())), time.Now()
+	}
 	what := []any{"command", s.cfg.Command}
 	if s.cfg.Command == "" {
 		what = []any{"url", origin(s.cfg.URL)} // its query may hold a key
@@ -530,6 +601,10 @@ func (s *server) failed(sess *mcp.ClientSession, tool string, err error) error {
 	if errors.As(err, &rpc) {
 		// The server's own answer: it is alive.
 		return fmt.Errorf("%s: %s", what, s.redact.Replace(rpc.Message))
+	}
+	if login, ok := errors.AsType[loginNeeded](err); ok {
+		// The session is well; its login is not.
+		return fmt.Errorf("%s: %s", what, s.redact.Replace(login.Error()))
 	}
 	// Anything else is the connection's: a server that exited, a broken
 	// pipe, an HTTP failure, a message past its bound (the stream is cut

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"io"
 	"log/slog"
 	"maps"
@@ -71,6 +72,11 @@ type Server struct {
 	// Env's.
 	URL     string
 	Headers map[string]string
+	// Login, if not nil, authorizes a url server's requests with OAuth:
+	// it gives the handler for the instance of a client (by its
+	// ClientKey), whose tokens the bridge redacts like Headers' values
+	// (package serverlogin makes them).
+	Login func(client string) (Authorizer, error)
 
 	// Shared keeps one instance of the server for every client: the
 	// operator says it holds nothing of one client that another may not
@@ -83,6 +89,20 @@ type Server struct {
 	IdleTimeout time.Duration
 
 	Policy Policy
+}
+
+// Authorizer is an OAuth handler that names what it holds: the tokens
+// it has handed out, which must not reach the code.
+type Authorizer interface {
+	auth.OAuthHandler
+	Secrets() []string
+}
+
+// loginNeeded is an error that a login would mend (serverlogin's
+// NeedsLogin): its words name the command to run.
+type loginNeeded interface {
+	error
+	LoginNeeded() bool
 }
 
 // Process is a stdio server that a [Server]'s Start started.
@@ -186,7 +206,8 @@ func New(o Options) (*Bridge, error) {
 		s.IdleTimeout = cmp.Or(s.IdleTimeout, DefaultIdleTimeout)
 		log, bound := b.log.With("server", name), messageBound(b.limits.ResultBytes)
 		b.servers[name] = newEndpoint(name, s, r, func(client string) *server {
-			return newServer(name, perClient(s, ClientKey(client)), r, bound, home, log)
+			key := ClientKey(client)
+			return newServer(name, key, perClient(s, key), r, bound, home, log)
 		})
 	}
 	b.swept.Go(b.sweep)

@@ -43,6 +43,8 @@ Usage:
   crucible run [flags] FILE|-              run a TypeScript, JavaScript or Python program in a new jail
   crucible serve [--http ADDR]             serve MCP (execute, search_tools) on stdio or HTTP
   crucible tools [--json | --ts]           list the tools of the configured MCP servers
+  crucible login NAME                      log in to the remote MCP server NAME (OAuth)
+  crucible logout NAME                     forget the login to NAME
   crucible doctor                          check what this kernel supports
   crucible version                         print the version
 
@@ -89,6 +91,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 		return runTools(ctx, args[1:], env)
 	case "doctor":
 		return runDoctor(ctx, args[1:], env)
+	case "login":
+		return runLogin(ctx, args[1:], env)
+	case "logout":
+		return runLogout(ctx, args[1:], env)
 	case "version", "--version":
 		fmt.Fprintln(env.Stdout, "crucible", Version)
 		return ExitOK

@@ -37,13 +37,17 @@ of its own (with the user's range in /etc/subuid, if there is one).
 lacks.
 .SH COMMANDS
 `)
-	for _, c := range []string{"exec", "run", "serve", "tools", "doctor"} {
+	for _, c := range []string{"exec", "run", "serve", "tools", "login", "logout", "doctor"} {
 		b.WriteString(".SS \"crucible " + c + "\"\n.nf\n" + roffLines(help(c, "-h")) + ".fi\n")
 	}
 	b.WriteString(`.SH FILES
 .TP
 .I ~/.config/crucible/crucible.yaml
 The user's configuration (or $XDG_CONFIG_HOME/crucible/crucible.yaml).
+.TP
+.I ~/.local/state/crucible/
+The tokens of \fBcrucible login\fR (or $XDG_STATE_HOME/crucible; root's in
+/var/lib/crucible), one file per server, readable by the user alone.
 .TP
 .I /etc/crucible/crucible.yaml
 The configuration of the packaged service (crucible.service).
