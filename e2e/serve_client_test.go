@@ -527,28 +527,7 @@ func TestServeConformance(t *testing.T) {
 				"server", "--url", proxy.URL+"/mcp", "--scenario", sc.name, "-o", dir)
 			cmd.WaitDelay = 10 * time.Second
 			out, err := cmd.CombinedOutput()
-			found, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
-			if len(found) != 1 {
-				t.Fatalf("conformance %s: %v, no checks.json in %s:\n%s", sc.name, err, dir, out)
-			}
-			b, rerr := os.ReadFile(found[0])
-			var checks []struct{ ID, Status, Description, ErrorMessage string }
-			if rerr != nil || json.Unmarshal(b, &checks) != nil || len(checks) == 0 {
-				t.Fatalf("conformance %s: %v, unreadable checks %s:\n%s", sc.name, rerr, found[0], b)
-			}
-			passed := 0
-			for _, c := range checks {
-				switch c.Status {
-				case "SUCCESS":
-					passed++
-				case "INFO":
-				default:
-					t.Errorf("%s: %s: %s (%s)", c.ID, c.Status, c.ErrorMessage, c.Description)
-				}
-			}
-			if err != nil || passed == 0 {
-				t.Errorf("conformance %s: %v, %d checks passed\n%s", sc.name, err, passed, out)
-			}
+			checkConformance(t, sc.name, dir, out, err)
 		})
 	}
 }
