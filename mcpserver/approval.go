@@ -36,6 +36,15 @@ type run struct {
 	cancel    context.CancelFunc
 	out       *executeOut
 	err       error
+
+	mu     sync.Mutex
+	logins []*mcp.ElicitParams // the logins the client is to be asked for as execute ends
+}
+
+func (r *run) pendingLogins() []*mcp.ElicitParams {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.logins
 }
 
 // question is one approval the execution waits for.

@@ -187,6 +187,11 @@ func (s *Server) executeHandler(v *view, stateless bool) mcp.ToolHandlerFor[exec
 		if r.err != nil {
 			return nil, nil, r.err
 		}
+		if logins := r.pendingLogins(); len(logins) > 0 {
+			// A client that could not be asked during the execution is
+			// asked now, with the error that carries the URLs to it alone.
+			return nil, nil, mcp.URLElicitationRequiredError(logins)
+		}
 		return &mcp.CallToolResult{
 			Content: []mcp.Content{&mcp.TextContent{Text: summary(r.out)}},
 			IsError: r.out.ExitCode != 0 || r.out.Error != nil,
@@ -205,7 +210,7 @@ func (s *Server) start(ctx context.Context, v *view, req *mcp.CallToolRequest, i
 	r := &run{questions: make(chan *question), done: make(chan struct{})}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
-	caller := toolbridge.Caller{Client: clientOf(req), Profile: v.profile, Approve: s.approver(rctx, req, r)}
+	caller := toolbridge.Caller{Client: clientOf(req), Profile: v.profile, Approve: s.approver(rctx, req, r), Login: s.loginAsker(rctx, req, r)}
 	go func() {
 		defer s.calls.Done()
 		defer cancel()

@@ -35,6 +35,11 @@ const statelessVersion = "2026-07-28"
 // in it is overwritten.
 const requestHeader = "X-Crucible-Request"
 
+// originHeader carries, likewise, serve's own origin as the client reaches
+// it (its Host checked): where a client's browser logs in to a remote
+// server (/oauth/start).
+const originHeader = "X-Crucible-Origin"
+
 // Handler is the HTTP face of the server: MCP at /mcp (one of tokens, or
 // an access token of serve.oauth's issuer, required; Origin checked), and
 // /healthz, /readyz and /metrics.
@@ -60,6 +65,7 @@ func (s *Server) Handler(tokens *auth.Tokens) http.Handler {
 		id, forget := s.requests.add(r.Context())
 		defer forget()
 		r.Header.Set(requestHeader, id)
+		r.Header.Set(originHeader, s.origin(r))
 		sid := r.Header.Get("Mcp-Session-Id")
 		if ti := sdkauth.TokenInfoFromContext(r.Context()); r.Method == http.MethodDelete && sid != "" && ti != nil {
 			// The SDK's Close of the session waits for its calls: stop
@@ -92,6 +98,12 @@ func (s *Server) Handler(tokens *auth.Tokens) http.Handler {
 	mcpHandler := s.checkOrigin(requireToken(route))
 	mux := s.ops(requireToken)
 	mux.Handle("/mcp", mcpHandler)
+	if s.web != nil {
+		// A browser's, with no token: the login's id, and then its state,
+		// are what let it in (serverlogin.Web).
+		mux.HandleFunc("GET /oauth/start", s.web.Start)
+		mux.HandleFunc("GET /oauth/callback", s.web.Callback)
+	}
 	if s.cfg.Serve.OAuth.Enabled() {
 		// RFC 9728: at the root, and in the path form for the resource.
 		mux.Handle("/.well-known/oauth-protected-resource", s.resourceMetadata())
@@ -479,4 +491,18 @@ func requestClient(r *http.Request) string {
 		return ti.UserID
 	}
 	return ""
+}
+
+// origin is serve's origin as r reached it: serve.oauth.audience's where
+// it has one (serve's public URL), else r's scheme and Host (which
+// checkHost allowed).
+func (s *Server) origin(r *http.Request) string {
+	if u, err := url.Parse(s.cfg.Serve.OAuth.Audience); err == nil && u.Host != "" {
+		return u.Scheme + "://" + u.Host
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/cruciblehq/crucible/mcpserver/auth"
 	"github.com/cruciblehq/crucible/replica"
 	"github.com/cruciblehq/crucible/sandbox"
+	"github.com/cruciblehq/crucible/serverlogin"
 )
 
 // Options configure a Server. Config is required.
@@ -74,6 +75,7 @@ type Server struct {
 	views map[string]*view
 
 	oauth    *auth.Verifier    // serve.oauth's tokens; nil without
+	web      *serverlogin.Web  // the clients' logins to remote servers; nil without any oauth server
 	replicas *replica.Replicas // serve.replicas; nil without
 	// mint makes a new id of a kind ("ws_", "se_", "st_"): with replicas,
 	// one that names this replica.
@@ -155,6 +157,12 @@ func New(o Options) (*Server, error) {
 	s.stats.gauge("crucible_workspaces", "Workspaces alive now (each a directory).", func() float64 { return float64(s.spaces.Count()) })
 	if o.Config.Serve.OAuth.Enabled() {
 		s.oauth = auth.NewVerifier(ctx, o.Config, log)
+	}
+	for _, sv := range o.Config.Servers {
+		if sv.OAuth != nil {
+			s.web = serverlogin.NewWeb(func(name string) (*serverlogin.Settings, error) { return sandbox.LoginSettings(o.Config, name) })
+			break
+		}
 	}
 	if replicas != nil {
 		s.stats.counter("crucible_replica_forwards_total", "Requests forwarded to the replica that owns their session, workspace or paused execution.", func() float64 { return float64(s.forwards.Load()) })

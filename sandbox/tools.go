@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,21 +142,40 @@ func LoginSettings(cfg *config.Config, name string) (*serverlogin.Settings, erro
 	return out, nil
 }
 
-// serverLogin gives the bridge the OAuth handler of cfg's server name:
-// for now the operator's login (crucible login NAME) for every client.
+// serverLogin gives the bridge the OAuth handler of cfg's server name for
+// each client: a client of crucible serve known by name or by an OAuth
+// subject logs in to an account of its own (see AccountOf); every other
+// (stdio, run, a shared token, the tools' listing) uses the operator's
+// login, crucible login NAME.
 func serverLogin(cfg *config.Config, name string) func(client string) (toolbridge.Authorizer, error) {
-	h := sync.OnceValues(func() (*serverlogin.Handler, error) {
-		s, err := LoginSettings(cfg, name)
+	settings := sync.OnceValues(func() (*serverlogin.Settings, error) { return LoginSettings(cfg, name) })
+	var mu sync.Mutex
+	handlers := map[string]*serverlogin.Handler{}
+	return func(key string) (toolbridge.Authorizer, error) {
+		s, err := settings()
 		if err != nil {
 			return nil, err
 		}
-		return serverlogin.NewHandler(s, serverlogin.Operator)
-	})
-	return func(string) (toolbridge.Authorizer, error) {
-		a, err := h()
-		if err != nil {
-			return nil, err // not a nil *Handler in a non-nil interface
+		account := AccountOf(key)
+		mu.Lock()
+		defer mu.Unlock()
+		h := handlers[account]
+		if h == nil {
+			if h, err = serverlogin.NewHandler(s, account); err != nil {
+				return nil, err
+			}
+			handlers[account] = h
 		}
-		return a, nil
+		return h, nil
 	}
+}
+
+// AccountOf is the login account of the client whose key
+// (toolbridge.ClientKey) is key: its own for a client of serve's known by
+// name (client-NAME) or OAuth subject (id-HASH), else the operator's.
+func AccountOf(key string) string {
+	if strings.HasPrefix(key, "client-") || strings.HasPrefix(key, "id-") {
+		return key
+	}
+	return serverlogin.Operator
 }

@@ -149,7 +149,7 @@ func (h *Handler) token(refused string) (*oauth2.Token, error) {
 	if h.rec == nil {
 		h.reload()
 		if h.rec == nil {
-			return nil, &NeedsLogin{Server: h.s.Server}
+			return nil, &NeedsLogin{Server: h.s.Server, Account: h.account}
 		}
 	}
 	if t := h.rec.token(); valid(t) && t.AccessToken != refused {
@@ -169,7 +169,7 @@ func (h *Handler) refresh(refused string) (*oauth2.Token, error) {
 	// Another process (or a login) may have refreshed it meanwhile.
 	h.reload()
 	if h.rec == nil {
-		return nil, &NeedsLogin{Server: h.s.Server}
+		return nil, &NeedsLogin{Server: h.s.Server, Account: h.account}
 	}
 	if t := h.rec.token(); valid(t) && t.AccessToken != refused {
 		return t, nil
@@ -179,7 +179,7 @@ func (h *Handler) refresh(refused string) (*oauth2.Token, error) {
 		why = "the server refused its token"
 	}
 	if h.rec.RefreshToken == "" {
-		return nil, &NeedsLogin{Server: h.s.Server, Why: why + ", and there is no refresh token"}
+		return nil, &NeedsLogin{Server: h.s.Server, Account: h.account, Why: why + ", and there is no refresh token"}
 	}
 	cfg := oauth2.Config{ClientID: h.rec.ClientID, ClientSecret: cmpOr(h.rec.ClientSecret, h.s.ClientSecret),
 		Endpoint: oauth2.Endpoint{TokenURL: h.rec.TokenURL, AuthStyle: h.rec.AuthStyle}, Scopes: h.rec.Scopes}
@@ -190,7 +190,7 @@ func (h *Handler) refresh(refused string) (*oauth2.Token, error) {
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
-			return nil, &NeedsLogin{Server: h.s.Server, Why: why + ", and the authorization server refused to refresh it"}
+			return nil, &NeedsLogin{Server: h.s.Server, Account: h.account, Why: why + ", and the authorization server refused to refresh it"}
 		}
 		return nil, fmt.Errorf("server %s: refreshing the login: %s", h.s.Server, retrieveError(err))
 	}
@@ -244,7 +244,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 			return nil // not ours to mend: sent again, it fails as it is
 		}
 		h.stepUp(strings.Fields(scope))
-		return &NeedsLogin{Server: h.s.Server, Why: "it asks for more scope: " + scope}
+		return &NeedsLogin{Server: h.s.Server, Account: h.account, Why: "it asks for more scope: " + scope}
 	}
 	sent, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
 	if sent == "" {
@@ -255,7 +255,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		if found {
 			return nil // a login made since: sent again with it
 		}
-		return &NeedsLogin{Server: h.s.Server}
+		return &NeedsLogin{Server: h.s.Server, Account: h.account}
 	}
 	_, err := h.token(sent)
 	return err

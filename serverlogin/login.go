@@ -46,8 +46,7 @@ func Login(ctx context.Context, s *Settings, account string, say func(string), b
 	go func() { _ = srv.Serve(ln) }()
 	defer func() { _ = srv.Close() }()
 
-	var saved *Record
-	ac, err := auth.NewAuthorizationCodeHandler(s.codeConfig(account, "http://"+ln.Addr().String()+"/callback",
+	return authorize(ctx, s, account, "http://"+ln.Addr().String()+"/callback",
 		func(ctx context.Context, a *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			say(fmt.Sprintf("To log in to server %s, open this URL in a browser:\n\n  %s\n", s.Server, a.URL))
 			if browse != nil {
@@ -55,17 +54,29 @@ func Login(ctx context.Context, s *Settings, account string, say func(string), b
 					say(fmt.Sprintf("($BROWSER did not open it: %v)", err))
 				}
 			}
-			select {
-			case cb := <-got:
-				if cb.err != "" {
-					return nil, fmt.Errorf("the authorization server refused the login: %s", describe(cb.err, cb.desc))
-				}
-				return &auth.AuthorizationResult{Code: cb.code, State: cb.state, Iss: cb.iss}, nil
-			case <-ctx.Done():
-				return nil, fmt.Errorf("no login came back from the browser in time: %w", ctx.Err())
-			}
-		},
-		func(r *Record) { saved = r }))
+			return awaitCallback(ctx, got)
+		})
+}
+
+// awaitCallback waits for the redirect that ends an authorization.
+func awaitCallback(ctx context.Context, got <-chan callback) (*auth.AuthorizationResult, error) {
+	select {
+	case cb := <-got:
+		if cb.err != "" {
+			return nil, fmt.Errorf("the authorization server refused the login: %s", describe(cb.err, cb.desc))
+		}
+		return &auth.AuthorizationResult{Code: cb.code, State: cb.state, Iss: cb.iss}, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("no login came back from the browser in time: %w", ctx.Err())
+	}
+}
+
+// authorize logs account in to s's server with the authorization code
+// grant, its redirect to redirect, fetch getting the code; it saves the
+// login and returns how many tools the server lists.
+func authorize(ctx context.Context, s *Settings, account, redirect string, fetch auth.AuthorizationCodeFetcher) (int, error) {
+	var saved *Record
+	ac, err := auth.NewAuthorizationCodeHandler(s.codeConfig(account, redirect, fetch, func(r *Record) { saved = r }))
 	if err != nil {
 		return 0, fmt.Errorf("server %s: %w", s.Server, err)
 	}

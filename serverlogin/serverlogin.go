@@ -67,15 +67,23 @@ func (s *Settings) httpClient() *http.Client {
 // takes. Its words name the command that fixes it.
 type NeedsLogin struct {
 	Server string
+	// Account is whose login it needs: Operator, or a client of serve's.
+	Account string
 	// Why is "" (no login yet) or what became of the last one.
 	Why string
 }
 
 func (e *NeedsLogin) Error() string {
-	if e.Why == "" {
-		return fmt.Sprintf("server %s needs a login: run crucible login %s", e.Server, e.Server)
+	what := "a login"
+	if e.Why != "" {
+		what = "a new login (" + e.Why + ")"
 	}
-	return fmt.Sprintf("server %s needs a new login (%s): run crucible login %s", e.Server, e.Why, e.Server)
+	if e.Account != Operator {
+		// The operator's crucible login does not serve a client: each
+		// logs in on its own, when its MCP client is asked.
+		return fmt.Sprintf("server %s needs %s of this client's own", e.Server, what)
+	}
+	return fmt.Sprintf("server %s needs %s: run crucible login %s", e.Server, what, e.Server)
 }
 
 // LoginNeeded marks the error for the tool bridge, which knows no

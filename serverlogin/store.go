@@ -83,7 +83,7 @@ func (r *Record) setToken(t *oauth2.Token) {
 
 // accountName is what an account may be: a client's key (see
 // toolbridge.ClientKey), or Operator.
-var accountName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,127}$`)
+var accountName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 func (st *Store) path(server, account string) (string, error) {
 	if account == Operator {

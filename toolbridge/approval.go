@@ -32,6 +32,10 @@ type Caller struct {
 	// Approve asks a human about a call that a rule says must be
 	// approved; nil: there is no one to ask, and such calls are refused.
 	Approve Approver
+	// Login asks the client to log in to a server that needs a login of
+	// the client's own, and says how it was asked, which the call's error
+	// gets; nil, or "": nobody was asked.
+	Login func(ctx context.Context, server string) string
 }
 
 // Approver asks a human whether a call may go out. It returns the answer,

@@ -43,8 +43,8 @@ type endpoint struct {
 	cfg   Server
 	rules *rules                      // cfg.Policy compiled, the instances' too
 	make  func(client string) *server // a new instance for client, not started
-	// apart: the settings name {client}, so an instance is one client's
-	// alone, the lister included.
+	// apart: the settings name {client}, or the server takes a login, so
+	// an instance is one client's alone, the lister included.
 	apart bool
 
 	mu     sync.Mutex
@@ -58,7 +58,10 @@ type endpoint struct {
 }
 
 func newEndpoint(name string, cfg Server, r *rules, make func(client string) *server) *endpoint {
-	return &endpoint{name: name, cfg: cfg, rules: r, make: make, apart: namesClient(cfg) && !cfg.Shared,
+	// A server with a login is apart too: each client's instance carries
+	// the client's own token (and the lister the operator's).
+	apart := (namesClient(cfg) || cfg.Login != nil) && !cfg.Shared
+	return &endpoint{name: name, cfg: cfg, rules: r, make: make, apart: apart,
 		owner: map[*server]string{}, of: map[string]*server{}, used: map[*server]time.Time{}, busy: map[*server]int{}}
 }
 

@@ -415,7 +415,7 @@ func (s *server) fail(err error) {
 	if login, ok := errors.AsType[loginNeeded](err); ok {
 		// Its own words, and no back-off: a login may come any time, and
 		// the next attempt costs one request.
-		s.lastErr, s.retryAt = errors.New(s.redact.Replace(login.Error())), time.Now()
+		s.lastErr, s.retryAt = loginErr(s.redact.Replace(login.Error())), time.Now()
 	}
 	what := []any{"command", s.cfg.Command}
 	if s.cfg.Command == "" {
@@ -423,6 +423,12 @@ func (s *server) fail(err error) {
 	}
 	s.log.Warn("tool server failed", append(what, "failures", s.failures, "err", s.redact.ForLog(err.Error()))...)
 }
+
+// loginErr is a loginNeeded in words safe for the code.
+type loginErr string
+
+func (e loginErr) Error() string     { return string(e) }
+func (e loginErr) LoginNeeded() bool { return true }
 
 // drop forgets sess if it is still the current session, and closes it.
 func (s *server) drop(sess *mcp.ClientSession, why error) {
@@ -604,7 +610,7 @@ func (s *server) failed(sess *mcp.ClientSession, tool string, err error) error {
 	}
 	if login, ok := errors.AsType[loginNeeded](err); ok {
 		// The session is well; its login is not.
-		return fmt.Errorf("%s: %s", what, s.redact.Replace(login.Error()))
+		return fmt.Errorf("%s: %w", what, loginErr(s.redact.Replace(login.Error())))
 	}
 	// Anything else is the connection's: a server that exited, a broken
 	// pipe, an HTTP failure, a message past its bound (the stream is cut

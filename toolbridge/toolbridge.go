@@ -287,12 +287,17 @@ type Tool struct {
 // server that cannot list its tools is left out, and its error (naming it)
 // is joined into the error returned with the others' tools.
 func (b *Bridge) Tools(ctx context.Context) ([]Tool, error) {
+	return b.tools(ctx, func(e *endpoint) ([]Tool, error) { return e.listing().tools(ctx) })
+}
+
+// tools lists every server's tools with list, at once.
+func (b *Bridge) tools(ctx context.Context, list func(*endpoint) ([]Tool, error)) ([]Tool, error) {
 	names := b.Servers()
 	lists := make([][]Tool, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { lists[i], errs[i] = b.servers[name].listing().tools(ctx) })
+		wg.Go(func() { lists[i], errs[i] = list(b.servers[name]) })
 	}
 	wg.Wait()
 	return slices.Concat(lists...), errors.Join(errs...)
@@ -310,6 +315,9 @@ type Session struct {
 	listed bool   // the session has listed the tools once
 	group  string // the first group called, "" until then
 	caller Caller
+	// loginsAsked says how the caller's client was asked to log in to a
+	// server, by server.
+	loginsAsked map[string]string
 }
 
 // NewSession begins an execution's use of the bridge.
@@ -323,8 +331,26 @@ func (s *Session) Calls() int {
 	return s.calls
 }
 
-// Tools lists the tools the session may call; see [Bridge.Tools].
-func (s *Session) Tools(ctx context.Context) ([]Tool, error) { return s.b.Tools(ctx) }
+// Tools lists the tools the session may call; see [Bridge.Tools]. A
+// server with a login lists them through the caller's own instance: the
+// tools are those its client's login may see.
+func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
+	s.mu.Lock()
+	client := s.caller.Client
+	s.mu.Unlock()
+	return s.b.tools(ctx, func(e *endpoint) ([]Tool, error) {
+		if e.cfg.Login == nil {
+			return e.listing().tools(ctx)
+		}
+		srv, ok := e.acquire(client)
+		if !ok {
+			return nil, refusef(KindLimit, e.name, "", "tool server %s is serving its most clients at once (servers.%s.max_clients, %d), none of them idle: try again shortly", e.name, e.name, e.cfg.MaxClients)
+		}
+		defer e.release(srv)
+		list, err := srv.tools(ctx)
+		return list, s.askLogin(ctx, e.name, err)
+	})
+}
 
 // admit checks a call of tool with args (tool "" and args nil for a
 // resource) on the named server against the policy and the limits, counts
@@ -455,14 +481,45 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 	}
 	srv, release, err := s.admit(ctx, server, tool, a)
 	if err != nil {
-		return nil, err
+		return nil, s.askLogin(ctx, server, err)
 	}
 	defer release()
 	out, err := srv.call(ctx, tool, a.JSON())
 	if err != nil {
-		return nil, err
+		return nil, s.askLogin(ctx, server, err)
 	}
 	return s.bounded(srv, tool, out)
+}
+
+// askLogin has the caller's client asked to log in to server when err
+// says a login of its own would let the call through, and adds how.
+func (s *Session) askLogin(ctx context.Context, server string, err error) error {
+	if _, ok := errors.AsType[loginNeeded](err); !ok {
+		return err
+	}
+	s.mu.Lock()
+	ask, how, asked := s.caller.Login, s.loginsAsked[server], false
+	if how != "" {
+		asked = true
+	}
+	s.mu.Unlock()
+	if ask == nil {
+		return err
+	}
+	if !asked {
+		// Once an execution: its client is asked once a server.
+		how = ask(ctx, server)
+		s.mu.Lock()
+		if s.loginsAsked == nil {
+			s.loginsAsked = map[string]string{}
+		}
+		s.loginsAsked[server] = how
+		s.mu.Unlock()
+	}
+	if how != "" {
+		return fmt.Errorf("%w: %s", err, how)
+	}
+	return err
 }
 
 // Resource reads the resource at uri on the named server and returns its
@@ -480,12 +537,12 @@ func (s *Session) Resource(ctx context.Context, server, uri string) ([]byte, err
 	}
 	srv, release, err := s.admit(ctx, server, "", nil)
 	if err != nil {
-		return nil, err
+		return nil, s.askLogin(ctx, server, err)
 	}
 	defer release()
 	out, err := srv.resource(ctx, uri)
 	if err != nil {
-		return nil, err
+		return nil, s.askLogin(ctx, server, err)
 	}
 	return s.bounded(srv, "", out)
 }
