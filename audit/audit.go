@@ -287,6 +287,22 @@ type Approval struct {
 // Kind implements Event.
 func (Approval) Kind() string { return "approval" }
 
+// Elicitation records what a tool server asked the execution's human
+// during a call (an input request, or an elicitation), by mode, and the
+// answer: never the message or what was answered, which are the server's
+// and the human's.
+type Elicitation struct {
+	Exec   string `json:"exec"`
+	Client string `json:"client,omitempty"`
+	Server string `json:"server"`
+	Mode   string `json:"mode"` // "form" or "url"
+	Answer string `json:"answer"`
+	WaitMS int64  `json:"wait_ms"`
+}
+
+// Kind implements Event.
+func (Elicitation) Kind() string { return "elicitation" }
+
 // Skill records a change to the server's skills by a client: a save or a
 // delete, by name, with the hash of what was saved.
 type Skill struct {

@@ -47,10 +47,12 @@ func (r *run) pendingLogins() []*mcp.ElicitParams {
 	return r.logins
 }
 
-// question is one approval the execution waits for.
+// question is one thing the execution waits for a human's answer to: an
+// approval, or what a tool server asks (an elicitation either way).
 type question struct {
-	a      toolbridge.Approval
-	answer chan toolbridge.Answer // buffered: whoever answers never waits
+	params  *mcp.ElicitParams
+	timeout time.Duration          // how long it may wait
+	answer  chan *mcp.ElicitResult // buffered: whoever answers never waits
 }
 
 // approvals are the runs of 2026-07-28 clients waiting, between two
@@ -78,14 +80,14 @@ func (ap *approvals) park(r *run, q *question, client, state string) *mcp.CallTo
 		ap.waiting = map[string]*paused{}
 	}
 	ap.waiting[state] = p
-	p.timer = time.AfterFunc(q.a.Timeout, func() {
+	p.timer = time.AfterFunc(q.timeout, func() {
 		if ap.take(state, client) != nil {
 			r.cancel()
 		}
 	})
 	ap.mu.Unlock()
 	return &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{approvalInput: elicitation(q.a)},
+		InputRequests: mcp.InputRequestMap{approvalInput: q.params},
 		RequestState:  state,
 	}
 }
@@ -123,11 +125,11 @@ func (ap *approvals) resume(state, client string, responses mcp.InputResponseMap
 		return nil, errStale
 	}
 	p.timer.Stop()
-	ans := toolbridge.Answer{Action: toolbridge.Cancel}
-	if res, ok := responses[approvalInput].(*mcp.ElicitResult); ok && res != nil {
-		ans.Action = res.Action
+	res, ok := responses[approvalInput].(*mcp.ElicitResult)
+	if !ok || res == nil {
+		res = &mcp.ElicitResult{Action: toolbridge.Cancel}
 	}
-	p.q.answer <- ans
+	p.q.answer <- res
 	return p.run, nil
 }
 
@@ -141,18 +143,11 @@ func (s *Server) approver(rctx context.Context, req *mcp.CallToolRequest, r *run
 	}
 	if rounds(req) {
 		return func(ctx context.Context, a toolbridge.Approval) toolbridge.Answer {
-			q := &question{a: a, answer: make(chan toolbridge.Answer, 1)}
-			select {
-			case r.questions <- q:
-			case <-ctx.Done():
+			res, ok := r.ask(ctx, elicitation(a), a.Timeout)
+			if !ok {
 				return noAnswer(ctx)
 			}
-			select {
-			case ans := <-q.answer:
-				return ans
-			case <-ctx.Done():
-				return noAnswer(ctx)
-			}
+			return toolbridge.Answer{Action: res.Action}
 		}
 	}
 	return func(ctx context.Context, a toolbridge.Approval) toolbridge.Answer {
@@ -170,6 +165,65 @@ func (s *Server) approver(rctx context.Context, req *mcp.CallToolRequest, r *run
 		}
 		return toolbridge.Answer{Action: res.Action}
 	}
+}
+
+// ask puts p to a 2026-07-28 client through execute's answer, and waits
+// for the client's retry to bring the answer; false when ctx ends first.
+func (r *run) ask(ctx context.Context, p *mcp.ElicitParams, timeout time.Duration) (*mcp.ElicitResult, bool) {
+	q := &question{params: p, timeout: timeout, answer: make(chan *mcp.ElicitResult, 1)}
+	select {
+	case r.questions <- q:
+	case <-ctx.Done():
+		return nil, false
+	}
+	select {
+	case res := <-q.answer:
+		return res, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// elicitor puts to req's client what a tool server asks during a call of
+// the execution r (whose context is rctx), as approvals are put: in the
+// execute call's stream, or, to a 2026-07-28 client, in execute's answer.
+// A client that did not declare the mode (form, url) is not asked: the
+// server is told the request was cancelled.
+func (s *Server) elicitor(rctx context.Context, req *mcp.CallToolRequest, r *run) toolbridge.Elicitor {
+	return func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		cancelled := &mcp.ElicitResult{Action: toolbridge.Cancel}
+		if req.Session == nil || !declares(req, p.Mode) {
+			return cancelled, nil
+		}
+		if rounds(req) {
+			deadline, _ := ctx.Deadline()
+			if res, ok := r.ask(ctx, p, time.Until(deadline)); ok {
+				return res, nil
+			}
+			return cancelled, nil
+		}
+		ectx, stop := joinContext(rctx, ctx)
+		defer stop()
+		res, err := req.Session.Elicit(ectx, p)
+		if err != nil {
+			s.log.Warn("a client could not be asked what a tool server asks", "server", server, "error", err)
+			return cancelled, nil
+		}
+		return res, nil
+	}
+}
+
+// declares says whether req's client declared elicitation of mode ("" is
+// form).
+func declares(req *mcp.CallToolRequest, mode string) bool {
+	c := req.ClientCapabilities()
+	if c == nil || c.Elicitation == nil {
+		return false
+	}
+	if mode == "url" {
+		return c.Elicitation.URL != nil
+	}
+	return c.Elicitation.Form != nil || c.Elicitation.URL == nil // a bare {} is form
 }
 
 // noAnswer is the answer of a question whose context ended first.

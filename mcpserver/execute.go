@@ -210,7 +210,7 @@ func (s *Server) start(ctx context.Context, v *view, req *mcp.CallToolRequest, i
 	r := &run{questions: make(chan *question), done: make(chan struct{})}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
-	caller := toolbridge.Caller{Client: clientOf(req), Profile: v.profile, Approve: s.approver(rctx, req, r), Login: s.loginAsker(rctx, req, r)}
+	caller := toolbridge.Caller{Client: clientOf(req), Profile: v.profile, Approve: s.approver(rctx, req, r), Login: s.loginAsker(rctx, req, r), Elicit: s.elicitor(rctx, req, r)}
 	go func() {
 		defer s.calls.Done()
 		defer cancel()

@@ -15,6 +15,8 @@ import (
 	"github.com/cruciblehq/crucible/toolbridge"
 	"github.com/cruciblehq/crucible/toolchannel"
 	"github.com/cruciblehq/crucible/violation"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ToolsFD is the descriptor on which the command of an execution with tools
@@ -196,6 +198,19 @@ func (c *toolChannel) audited(exec string, caller toolbridge.Caller) toolbridge.
 		_ = c.audit.Log(audit.Approval{Exec: exec, Client: caller.Client, Server: a.Server, Tool: a.Tool,
 			ArgsHash: a.ArgsHash, Rule: a.Rule, Answer: ans.Action, Why: ans.Why, WaitMS: time.Since(began).Milliseconds()})
 		return ans
+	}
+	if elicit := caller.Elicit; elicit != nil {
+		caller.Elicit = func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			began := time.Now()
+			res, err := elicit(ctx, server, p)
+			answer := toolbridge.Cancel
+			if err == nil && res != nil {
+				answer = res.Action
+			}
+			_ = c.audit.Log(audit.Elicitation{Exec: exec, Client: caller.Client, Server: server, Mode: cmp.Or(p.Mode, "form"),
+				Answer: answer, WaitMS: time.Since(began).Milliseconds()})
+			return res, err
+		}
 	}
 	return caller
 }

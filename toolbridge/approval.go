@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -36,7 +37,16 @@ type Caller struct {
 	// the client's own, and says how it was asked, which the call's error
 	// gets; nil, or "": nobody was asked.
 	Login func(ctx context.Context, server string) string
+	// Elicit puts to the client's human what a server asks during a call
+	// of the execution (an elicitation: a form, or a URL to open), and
+	// returns the answer; nil: there is no one to ask, and the server is
+	// told the request was cancelled.
+	Elicit Elicitor
 }
+
+// Elicitor asks a human on a server's behalf; its params' message already
+// names the server.
+type Elicitor func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 
 // Approver asks a human whether a call may go out. It returns the answer,
 // or when ctx is done (the approval's time is up, or the execution ended)

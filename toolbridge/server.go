@@ -79,6 +79,7 @@ type server struct {
 	backoff  time.Duration // the first; see firstBackoff
 	lastErr  error         // of the last failure, redacted
 	closed   bool
+	askers   []*asking // the calls in flight whose human may be asked
 }
 
 func newServer(name, key string, cfg Server, r *rules, maxMessage int, home string, log *slog.Logger) *server {
@@ -95,13 +96,59 @@ func newServer(name, key string, cfg Server, r *rules, maxMessage int, home stri
 		}
 	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"},
-		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
+		&mcp.ClientOptions{
+			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+				Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+			ElicitationHandler: s.elicit,
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 				s.mu.Lock()
 				s.listed = nil
 				s.mu.Unlock()
 			}})
 	return s
+}
+
+// elicitorKey carries a call's Elicitor in its context.
+type elicitorKey struct{}
+
+// elicit puts a server's elicitation to the human of the call it came
+// with: the call's own where the SDK gives its context (an input request
+// of a 2026-07-28 server), else the latest call's in flight on this
+// instance, whose client is the same. With no one to ask, it is cancelled.
+func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	ask, _ := ctx.Value(elicitorKey{}).(Elicitor)
+	if ask == nil {
+		s.mu.Lock()
+		if n := len(s.askers); n > 0 {
+			ask = s.askers[n-1].ask
+		}
+		s.mu.Unlock()
+	}
+	if ask == nil || req.Params == nil {
+		return &mcp.ElicitResult{Action: Cancel}, nil
+	}
+	p := *req.Params
+	p.Message = fmt.Sprintf("Tool server %s asks: %s", s.name, s.redact.Replace(p.Message))
+	return ask(ctx, s.name, &p)
+}
+
+// asking is a call in flight whose human may be asked.
+type asking struct{ ask Elicitor }
+
+// withAsker registers ask, the human of a call, while the call lasts.
+func (s *server) withAsker(ctx context.Context, ask Elicitor) (context.Context, func()) {
+	if ask == nil {
+		return ctx, func() {}
+	}
+	a := &asking{ask}
+	s.mu.Lock()
+	s.askers = append(s.askers, a)
+	s.mu.Unlock()
+	return context.WithValue(ctx, elicitorKey{}, ask), func() {
+		s.mu.Lock()
+		s.askers = slices.DeleteFunc(s.askers, func(x *asking) bool { return x == a })
+		s.mu.Unlock()
+	}
 }
 
 // redactor is what must not reach the code: the server's credentials (its
@@ -551,9 +598,11 @@ func (s *server) lists(ctx context.Context, tool string) (bool, error) {
 	return slices.ContainsFunc(list, func(t Tool) bool { return t.Name == tool }), nil
 }
 
-func (s *server) call(ctx context.Context, tool string, args []byte) ([]byte, error) {
+func (s *server) call(ctx context.Context, tool string, args []byte, ask Elicitor) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Policy.Timeout)
 	defer cancel()
+	ctx, done := s.withAsker(ctx, ask)
+	defer done()
 	sess, err := s.session(ctx)
 	if err != nil {
 		return nil, err

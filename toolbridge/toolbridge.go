@@ -484,7 +484,10 @@ func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([
 		return nil, s.askLogin(ctx, server, err)
 	}
 	defer release()
-	out, err := srv.call(ctx, tool, a.JSON())
+	s.mu.Lock()
+	ask := s.caller.Elicit
+	s.mu.Unlock()
+	out, err := srv.call(ctx, tool, a.JSON(), ask)
 	if err != nil {
 		return nil, s.askLogin(ctx, server, err)
 	}
