@@ -16,12 +16,17 @@ import (
 // A tool call to a remote server that needs a login of its client's own
 // (a client of serve's known by name or OAuth subject: see
 // sandbox.AccountOf) has the client asked to log in: a URL elicitation
-// pointing at serve's /oauth/start, sent during the execute call where the
-// client declares URL elicitation and can be sent requests (2025-11-25),
-// else the URL elicitation required error (-32042) that execute answers
-// with once the execution ends. The URL goes to the client alone, never
+// pointing at serve's /oauth/start, where the client declares URL
+// elicitation: sent during the execute call (2025-11-25), or in execute's
+// answer as an input request (2026-07-28); else the URL elicitation
+// required error (-32042) that execute answers with once the execution
+// ends. The URL goes to the client alone, never
 // to the program: whoever opens it logs the client in. The call fails
 // either way; the client's calls after its login carry its own token.
+
+// loginAskTime bounds the wait for a 2026-07-28 client's answer to the
+// question whether it goes to log in (not for the login itself).
+const loginAskTime = 2 * time.Minute
 
 // loginAsker is the Caller.Login of req's execution r; nil where nobody is
 // asked (no remote server takes a login, or the client uses the
@@ -52,7 +57,17 @@ func (s *Server) loginAsker(rctx context.Context, req *mcp.CallToolRequest, r *r
 		}
 		p := &mcp.ElicitParams{Mode: "url", URL: u, ElicitationID: u[strings.LastIndexByte(u, '=')+1:],
 			Message: fmt.Sprintf("Crucible needs you to log in to server %s, for this client alone.", server)}
-		if canElicitURL(req) && !rounds(req) {
+		if canElicitURL(req) && rounds(req) {
+			// A 2026-07-28 client: in execute's answer, as an input request.
+			if res, ok := r.ask(ctx, p, loginAskTime); ok {
+				if res.Action == "accept" {
+					return "this client's MCP client was asked to log in, and went to: call again once the login is done"
+				}
+				return "this client's MCP client was asked to log in, and declined"
+			}
+			return "this client's MCP client was asked to log in, and did not answer"
+		}
+		if canElicitURL(req) {
 			ectx, stop := joinContext(rctx, ctx)
 			defer stop()
 			res, err := req.Session.Elicit(ectx, p)

@@ -35,10 +35,11 @@ func browse(t *testing.T, u string) int {
 	return resp.StatusCode
 }
 
-// connectAsking is a 2025-11-25 session over HTTP with token whose client
+// connectAsking is a session over HTTP with token, speaking version (as
+// connectHTTP), whose client
 // declares URL elicitation, and opens each URL it is asked to, as a person
 // would; it keeps the URLs.
-func connectAsking(t *testing.T, url, token string, opened *[]string) *mcp.ClientSession {
+func connectAsking(t *testing.T, url, token, version string, opened *[]string) *mcp.ClientSession {
 	t.Helper()
 	var mu sync.Mutex
 	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
@@ -58,7 +59,7 @@ func connectAsking(t *testing.T, url, token string, opened *[]string) *mcp.Clien
 	})
 	tr := &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: bearer{token: token, rt: http.DefaultTransport}}}
-	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,8 @@ const whoami = `try { return await tools.tracker.whoami({}); } catch (e) { retur
 
 // Two clients of serve, each logging in to the remote server with an
 // account of its own, when a call of theirs needs it: each is asked (a URL
-// elicitation pointing at serve's /oauth/start), and from then on each
+// elicitation pointing at serve's /oauth/start, during execute for a
+// 2025-11-25 session, in its answer for a 2026-07-28 client), and from then on each
 // call carries its own client's token. One client's login serves no other:
 // a third, anonymous client is told the operator's crucible login is
 // missing; a login link works once; a client that cannot be asked gets the
@@ -91,7 +93,7 @@ func TestClientsLogIn(t *testing.T) {
 	url := serveHTTPClients(t, s, tokens)
 
 	var aliceOpened, bobOpened []string
-	alice := connectAsking(t, url, tokens["alice"], &aliceOpened)
+	alice := connectAsking(t, url, tokens["alice"], "2025-11-25", &aliceOpened)
 	f.SetAccount("alice-at-tracker")
 	_, out := execute(t, alice, map[string]any{"code": whoami})
 	if out == nil || !strings.Contains(string(out.Result), "server tracker needs a login of this client's own") || !strings.Contains(string(out.Result), "asked to log in") {
@@ -104,9 +106,11 @@ func TestClientsLogIn(t *testing.T) {
 		t.Fatalf("alice after her login: %+v", out)
 	}
 
-	bob := connectAsking(t, url, tokens["bob"], &bobOpened)
+	bob := connectAsking(t, url, tokens["bob"], "", &bobOpened) // 2026-07-28: asked by an input request
 	f.SetAccount("bob-at-tracker")
-	execute(t, bob, map[string]any{"code": whoami})
+	if _, out = execute(t, bob, map[string]any{"code": whoami}); out == nil || !strings.Contains(string(out.Result), "asked to log in, and went to") || len(bobOpened) != 1 {
+		t.Fatalf("bob's first call: %+v (opened %q)", out, bobOpened)
+	}
 	if _, out = execute(t, bob, map[string]any{"code": whoami}); out == nil || string(out.Result) != `"bob-at-tracker"` {
 		t.Fatalf("bob after his login: %+v", out)
 	}
