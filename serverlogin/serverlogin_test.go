@@ -2,10 +2,10 @@ package serverlogin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -293,6 +293,53 @@ func TestDamagedLogin(t *testing.T) {
 	if _, err := st.path("tracker", "../x"); err == nil {
 		t.Error("an account name with a slash was taken")
 	}
-	b, _ := json.Marshal(Record{AccessToken: "x"})
-	_ = b
+}
+
+// A web login: its link works once; asking again for the same account
+// and server kills the previous link; a callback with a state that no
+// login waits for is refused; the tokens go to the account asked.
+func TestWebLogin(t *testing.T) {
+	f := oauthtest.New(t, oauthtest.Options{IssParameter: true})
+	s := settings(t, f)
+	web := NewWeb(func(string) (*Settings, error) { return s, nil })
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /oauth/start", web.Start)
+	mux.HandleFunc("GET /oauth/callback", web.Callback)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	get := func(u string) int {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	ended := make(chan error, 1)
+	first, err := web.Ask("tracker", "client-a", hs.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := web.Ask("tracker", "client-a", hs.URL, func(_ string, err error) { ended <- err })
+	if code := get(first); code != http.StatusGone {
+		t.Errorf("the link asked for again: %d; want 410", code)
+	}
+	if code := get(hs.URL + "/oauth/callback?state=nope&code=x"); code != http.StatusBadRequest {
+		t.Errorf("a forged callback: %d; want 400", code)
+	}
+	if code := get(second); code != http.StatusOK {
+		t.Fatalf("the login: %d", code)
+	}
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	if code := get(second); code != http.StatusGone {
+		t.Errorf("a used link: %d; want 410", code)
+	}
+	if rec, _ := s.Store.Load("tracker", "client-a"); rec == nil {
+		t.Error("the login was not saved for the account asked")
+	}
+	if rec, _ := s.Store.Load("tracker", Operator); rec != nil {
+		t.Error("the login was saved for the operator")
+	}
 }

@@ -58,7 +58,9 @@ func (w *Web) Ask(server, account, base string, ended func(id string, err error)
 	defer w.mu.Unlock()
 	now := time.Now()
 	for id, f := range w.asked {
-		if now.After(f.expires) {
+		// Expired, or the same login asked anew: one link per account and
+		// server works, the latest, so no client fills the table.
+		if now.After(f.expires) || f.server == server && f.account == account {
 			delete(w.asked, id)
 		}
 	}
