@@ -535,24 +535,32 @@ func TestServeConformance(t *testing.T) {
 // The table above names every server scenario of the installed suite, so a
 // new version of the suite cannot add one that nobody has judged.
 func TestConformanceScenarioList(t *testing.T) {
+	var known []string
+	for _, sc := range conformanceScenarios {
+		known = append(known, sc.name)
+	}
+	checkScenarioList(t, "server", known)
+}
+
+// checkScenarioList checks that known are the scenarios that `conformance
+// list --kind` lists (kind server or client).
+func checkScenarioList(t *testing.T, kind string, known []string) {
+	t.Helper()
 	node, nm := mcpNode(t)
-	out, err := exec.Command(node, filepath.Join(nm, "@modelcontextprotocol/conformance/dist/index.js"), "list", "--server").Output()
+	out, err := exec.Command(node, filepath.Join(nm, "@modelcontextprotocol/conformance/dist/index.js"), "list", "--"+kind).Output()
 	if err != nil {
 		t.Fatalf("conformance list: %v", err)
 	}
-	var listed, known []string
+	var listed []string
 	for _, line := range strings.Split(string(out), "\n") {
 		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
 			listed = append(listed, strings.Fields(name)[0])
 		}
 	}
-	for _, sc := range conformanceScenarios {
-		known = append(known, sc.name)
-	}
 	slices.Sort(listed)
 	slices.Sort(known)
 	if !slices.Equal(listed, known) {
-		t.Errorf("the suite's server scenarios:\n%q\nthe table's:\n%q", listed, known)
+		t.Errorf("the suite's %s scenarios:\n%q\nthe table's:\n%q", kind, listed, known)
 	}
 }
 
