@@ -202,6 +202,17 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		v.Set(s)
 		return nil
+	case reflect.String, reflect.Int, reflect.Bool, reflect.Float64:
+		return d.scalar(at, n, v, path)
+	}
+	// A field of a type added to the schema without a case above; the tests
+	// decode every field, so this is found before it ships.
+	panic("config: cannot decode into " + v.Type().String())
+}
+
+// scalar decodes the scalar n into v, a string, int, bool or float64.
+func (d *decoder) scalar(at, n *yaml.Node, v reflect.Value, path string) error {
+	switch v.Kind() {
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			return d.errorf(at, path, "must be a string, not %s", describe(n))
@@ -230,9 +241,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 		v.SetFloat(f)
 		return nil
 	}
-	// A field of a type added to the schema without a case above; the tests
-	// decode every field, so this is found before it ships.
-	panic("config: cannot decode into " + v.Type().String())
+	return nil
 }
 
 // mapping calls f with each key and value of the mapping n, after checking
