@@ -54,9 +54,15 @@ func runLogin(ctx context.Context, args []string, env Env) int {
 	var browse func(string) error
 	if b := strings.Fields(os.Getenv("BROWSER")); len(b) > 0 {
 		browse = func(url string) error {
-			cmd := exec.CommandContext(ctx, b[0], append(b[1:], url)...)
-			cmd.Stdout, cmd.Stderr = env.Stderr, env.Stderr
-			return cmd.Start() // a browser may stay; the login does not wait for it
+			// Its output is not ours (a browser may say much): /dev/null.
+			// A browser may stay; the login does not wait for it, but
+			// reaps it when it ends.
+			cmd := exec.Command(b[0], append(b[1:], url)...)
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			go func() { _ = cmd.Wait() }()
+			return nil
 		}
 	}
 	n, err := serverlogin.Login(ctx, s, serverlogin.Operator, say, browse)
