@@ -2,6 +2,7 @@ package toolbridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,7 +213,9 @@ func (r *redaction) tokenForms(s string) string {
 			vs = append(vs, v)
 		}
 	}
-	slices.Sort(vs)
+	// The longest first, so that one holding another goes whole; then in
+	// order, so that the forms' key does not change with the order given.
+	slices.SortFunc(vs, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	for _, v := range vs {
 		s = strings.ReplaceAll(s, v, "[redacted]")
 		s = strings.ReplaceAll(s, url.QueryEscape(v), "[redacted]")
