@@ -257,6 +257,7 @@ func TestLoadFull(t *testing.T) {
 		MaxWorkspaceBytes: 8 * GiB, MaxBody: 1 * MiB, MaxResultOutput: 8 * KiB, Pool: 1, TypeCheck: true, Skills: "/srv/crucible/skills", SkillsWritable: true, SavedSkills: "/srv/crucible/saved-skills",
 		AllowedHosts: []string{"crucible.example.com"}, OpsPublic: true, MaxWorkspacesPerClient: 8, MaxSessionsPerClient: 4, SkillsPerClient: 8, SkillBytesPerClient: 1 * MiB, DrainTimeout: Duration(2 * time.Minute),
 		OAuth:    OAuth{Issuer: "https://auth.example.com", Audience: "https://crucible.example.com/mcp", Scopes: []string{"crucible"}, JWKSURL: "https://auth.example.com/jwks.json"},
+		OTel:     OTel{Endpoint: "http://otel-collector:4318", ServiceName: "crucible-team"},
 		Replicas: Replicas{Name: "crucible-0", Peer: "http://{name}.crucible-peers:8080", Key: SecretSource{From: "file:/etc/crucible/replica-key"}}}
 	if want := map[string]Client{"ci": {Token: SecretSource{From: "env:CRUCIBLE_TOKEN_CI"}}, "alice": {OAuth: map[string]string{"sub": "alice@example.com"}}}; !reflect.DeepEqual(c.Clients, want) {
 		t.Errorf("Load(full.yaml).Clients = %+v; want %+v", c.Clients, want)
@@ -333,6 +334,7 @@ func TestParseErrors(t *testing.T) {
 		{"servers:\n  gh:\n    command: x\n    headers: {A: b}\n", `c.yaml:4: servers["gh"].headers: is for a url; a command server takes env`},
 		{"servers:\n  gh:\n    url: http://a/\n    headers: {\"A B\": c}\n", `c.yaml:4: servers["gh"].headers["A B"]: not a valid header name`},
 		{"servers:\n  gh:\n    command: x\n    oauth: {}\n", `c.yaml:4: servers["gh"].oauth: is for a url; a command server takes env`},
+		{"serve:\n  otel: {endpoint: collector:4318}\n", `c.yaml:2: serve.otel.endpoint: "collector:4318" is not an http or https URL`},
 		{"servers:\n  gh:\n    url: http://a/\n    oauth: {grant: password}\n", `c.yaml:4: servers["gh"].oauth.grant: "password" is not authorization_code or client_credentials`},
 		{"servers:\n  gh:\n    url: http://a/\n    oauth: {grant: client_credentials}\n", `c.yaml:4: servers["gh"].oauth.grant: client_credentials needs a pre-registered client_id and its client_secret`},
 		{"servers:\n  gh:\n    url: http://a/\n    oauth: {client_secret: {from: env:S}}\n", `c.yaml:4: servers["gh"].oauth.client_secret: needs client_id, the client it is the secret of`},

@@ -35,6 +35,9 @@ type Serve struct {
 	// OAuth makes the HTTP server an OAuth 2.1 resource server: beside the
 	// bearer tokens above, it takes JWTs from one issuer (see OAuth).
 	OAuth OAuth `yaml:"oauth,omitempty"`
+	// OTel exports OpenTelemetry traces (OTLP over HTTP); the standard
+	// OTEL_* environment variables win over it.
+	OTel OTel `yaml:"otel,omitempty"`
 	// Replicas makes this serve one of several that serve each other's
 	// clients (a StatefulSet's pods): see Replicas.
 	Replicas Replicas `yaml:"replicas,omitempty"`
@@ -158,9 +161,24 @@ func defaultServe() Serve {
 	}
 }
 
+// OTel is where serve's traces go.
+type OTel struct {
+	// Endpoint is an OTLP base URL (as OTEL_EXPORTER_OTLP_ENDPOINT:
+	// /v1/traces is added). "" (the default): no traces, unless the
+	// environment names one.
+	Endpoint string `yaml:"endpoint,omitempty"`
+	// ServiceName is the traces' service.name; default "crucible".
+	ServiceName string `yaml:"service_name,omitempty"`
+}
+
 // validate checks s; workspace is the size of one workspace
 // (sandbox.tmp_size).
 func (s *Serve) validate(workspace ByteSize) error {
+	if e := s.OTel.Endpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return fieldErrorf("serve.otel.endpoint", "%s is not an http or https URL", quote(e))
+		}
+	}
 	if s.Token != "" && !TokenOK(s.Token) {
 		// The value is not quoted: it is a credential.
 		return fieldErrorf("serve.token", "must be at least %d characters, without spaces or line breaks", minTokenLen)

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +16,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/cruciblehq/crucible/toolbridge"
+	"github.com/cruciblehq/crucible/tracing"
 	"github.com/cruciblehq/crucible/workspace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -208,18 +214,56 @@ func (s *Server) start(ctx context.Context, v *view, req *mcp.CallToolRequest, i
 		return nil
 	}
 	r := &run{questions: make(chan *question), done: make(chan struct{})}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The execution's span, the client's span its parent where the
+	// request's _meta names one; it outlives the call for a 2026-07-28
+	// client that is asked something.
+	tctx, span := tracing.Tracer().Start(tracing.FromMeta(ctx, req.Params.Meta), "execute", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("crucible.language", cmp.Or(in.Language, languages[0].Name)), attribute.String("crucible.client", clientOf(req)),
+			attribute.String("mcp.client.name", mcpClientName(req))))
+	rctx, cancel := context.WithCancel(context.WithoutCancel(tctx))
 	r.cancel = cancel
-	caller := toolbridge.Caller{Client: clientOf(req), Profile: v.profile, Approve: s.approver(rctx, req, r), Login: s.loginAsker(rctx, req, r), Elicit: s.elicitor(rctx, req, r)}
+	caller := toolbridge.Caller{Client: clientOf(req), Profile: v.profile, Approve: s.approver(rctx, req, r), Login: s.loginAsker(rctx, req, r), Elicit: s.elicitor(rctx, req, r),
+		Trace: span.SpanContext()}
 	go func() {
 		defer s.calls.Done()
 		defer cancel()
 		began := time.Now()
 		r.out, r.err = s.execute(rctx, v, req, in, stateless, caller)
 		s.stats.execution(caller.Client, r.out, r.err, time.Since(began))
+		endExecuteSpan(span, r.out, r.err)
 		close(r.done)
 	}()
 	return r
+}
+
+// endExecuteSpan ends an execution's span with what it came to: counts,
+// the exit, a hash of the workspace's handle (the handle itself is a
+// capability), never what the program wrote.
+func endExecuteSpan(span trace.Span, out *executeOut, err error) {
+	defer span.End()
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return
+	}
+	sum := sha256.Sum256([]byte(out.Workspace))
+	span.SetAttributes(attribute.Int("crucible.exit_code", out.ExitCode), attribute.Int64("crucible.duration_ms", out.DurationMS),
+		attribute.Int("crucible.violations", len(out.Violations)), attribute.Int("crucible.tool_calls", len(out.ToolCalls)),
+		attribute.StringSlice("crucible.limits_hit", out.LimitsHit), attribute.String("crucible.workspace_sha256", hex.EncodeToString(sum[:8])))
+	if out.ExitCode != 0 || out.Error != nil {
+		span.SetStatus(codes.Error, fmt.Sprintf("exit %d", out.ExitCode))
+	}
+}
+
+// mcpClientName is the name the MCP client gave itself, cut short.
+func mcpClientName(req *mcp.CallToolRequest) string {
+	if req.Session == nil {
+		return ""
+	}
+	p := req.Session.InitializeParams()
+	if p == nil || p.ClientInfo == nil {
+		return ""
+	}
+	return truncate(p.ClientInfo.Name, 64)
 }
 
 func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest, in executeIn, stateless bool, caller toolbridge.Caller) (*executeOut, error) {

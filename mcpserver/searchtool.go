@@ -3,6 +3,10 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"github.com/cruciblehq/crucible/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -39,7 +43,15 @@ const listTimeout = 30 * time.Second
 // searchHandler answers search_tools from v's tools and APIs alone.
 func (s *Server) searchHandler(v *view) mcp.ToolHandlerFor[searchIn, any] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
-		return v.search(ctx, req, in)
+		ctx, span := tracing.Tracer().Start(tracing.FromMeta(ctx, req.Params.Meta), "search_tools", trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("crucible.client", clientOf(req)), attribute.String("mcp.client.name", mcpClientName(req)),
+				attribute.Int("crucible.query_bytes", len(in.Query))))
+		defer span.End()
+		res, out, err := v.search(ctx, req, in)
+		if err != nil {
+			span.SetStatus(codes.Error, "search failed")
+		}
+		return res, out, err
 	}
 }
 

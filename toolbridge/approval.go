@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,9 @@ type Caller struct {
 	// the client's own, and says how it was asked, which the call's error
 	// gets; nil, or "": nobody was asked.
 	Login func(ctx context.Context, server string) string
+	// Trace is the execution's span, the parent of its calls' spans (and
+	// of the trace context a server gets); invalid: none.
+	Trace trace.SpanContext
 	// Elicit puts to the client's human what a server asks during a call
 	// of the execution (an elicitation: a form, or a URL to open), and
 	// returns the answer; nil: there is no one to ask, and the server is

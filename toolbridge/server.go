@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cruciblehq/crucible/tracing"
 	"io"
 	"log/slog"
 	"net/http"
@@ -610,7 +611,8 @@ func (s *server) call(ctx context.Context, tool string, args []byte, ask Elicito
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+	// The trace goes on: the server's span may be the call's child.
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args), Meta: tracing.Meta(ctx)})
 	if err != nil {
 		return nil, s.failed(sess, tool, err)
 	}

@@ -19,7 +19,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cruciblehq/crucible/tracing"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"maps"
@@ -472,6 +476,28 @@ func (s *Session) CountList() error {
 // the rules judge and a human approves is what the server gets: their
 // JSON re-encoded, never the bytes the code wrote.
 func (s *Session) Call(ctx context.Context, server, tool string, args []byte) ([]byte, error) {
+	s.mu.Lock()
+	parent := s.caller.Trace
+	s.mu.Unlock()
+	// The call's span: names and sizes, never the arguments or the result.
+	ctx, span := tracing.Tracer().Start(trace.ContextWithSpanContext(ctx, parent), "tools/call", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("crucible.server", server), attribute.String("crucible.tool", tracing.Name(tool)), attribute.Int("crucible.args_bytes", len(args))))
+	defer span.End()
+	out, err := s.call(ctx, server, tool, args)
+	if err != nil {
+		outcome := "error"
+		if r, ok := errors.AsType[*Refusal](err); ok {
+			outcome = "refused: " + r.Kind
+		}
+		span.SetAttributes(attribute.String("crucible.outcome", outcome))
+		span.SetStatus(codes.Error, outcome)
+		return nil, err
+	}
+	span.SetAttributes(attribute.String("crucible.outcome", "ok"), attribute.Int("crucible.result_bytes", len(out)))
+	return out, nil
+}
+
+func (s *Session) call(ctx context.Context, server, tool string, args []byte) ([]byte, error) {
 	if int64(len(args)) > s.b.limits.ArgBytes {
 		return nil, refusef(KindLimit, server, tool, "the arguments are %d bytes of JSON, more than the %d allowed: pass less data, or a reference to it", len(args), s.b.limits.ArgBytes)
 	}

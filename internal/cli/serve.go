@@ -17,6 +17,7 @@ import (
 	"github.com/cruciblehq/crucible/mcpserver"
 	"github.com/cruciblehq/crucible/mcpserver/auth"
 	"github.com/cruciblehq/crucible/sandbox"
+	"github.com/cruciblehq/crucible/tracing"
 )
 
 const serveUsage = `Usage: crucible serve [--config FILE] [--http ADDR] [--metrics ADDR]
@@ -69,6 +70,21 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		return fail("%v", err)
 	}
 	warn(cfg, env)
+	endTracing, traced, err := tracing.Setup(ctx, tracing.Settings{Endpoint: cfg.Serve.OTel.Endpoint, ServiceName: cfg.Serve.OTel.ServiceName}, Version)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if traced {
+		fmt.Fprintln(env.Stderr, "crucible serve: exporting traces (OTLP over HTTP)")
+	}
+	defer func() {
+		// Last: the spans of the executions that Close ends are flushed.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := endTracing(ctx); err != nil {
+			fmt.Fprintf(env.Stderr, "crucible serve: flushing the traces: %v\n", err)
+		}
+	}()
 
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var aw *audit.Writer

@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cruciblehq/crucible/internal/otlptest"
+)
+
+// serve's traces, end to end: the standard OTEL_* environment points it at
+// a receiver of the test's; an MCP client's execute and search_tools carry
+// its span in _meta.traceparent. The execute span continues the client's
+// trace (its parent the client's span), a tool call is its child, and the
+// downstream server gets a traceparent whose trace is the client's and
+// whose parent is that call's span. No span holds a secret's value, the
+// program's source or a tool's arguments.
+func TestServeTraces(t *testing.T) {
+	requireRoot(t)
+	const canary, secret = "tracing-canary-7f3e2d1c", "tracing-secret-value-0123456789"
+	var mu sync.Mutex
+	var downstream []string // the traceparents the downstream server got
+	ms := mcp.NewServer(&mcp.Implementation{Name: "down", Version: "1"}, nil)
+	type echoArgs struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(ms, &mcp.Tool{Name: "echo"}, func(_ context.Context, req *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+		mu.Lock()
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		downstream = append(downstream, tp)
+		mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil))
+	t.Cleanup(down.Close)
+	recv := otlptest.New(t)
+
+	cfg := filepath.Join(t.TempDir(), "crucible.yaml")
+	yaml := embeddedYAML + "servers:\n  down: {url: \"" + down.URL + "\"}\n" +
+		"secrets:\n  TOKEN: {from: env:TRACING_SECRET, hosts: [api.example.com]}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := httpServeArgv(t, crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfg), crucibleEnv("CRUCIBLE_TOKEN="+serveToken,
+		"TRACING_SECRET="+secret, "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL, "OTEL_SERVICE_NAME=crucible-test", "OTEL_BSP_SCHEDULE_DELAY=100"))
+
+	c := mcp.NewClient(&mcp.Implementation{Name: "tracer", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearerTransport(serveToken)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	meta := mcp.Meta{"traceparent": "00-" + trace + "-" + parent + "-01"}
+	code := `const r = await tools.down.echo({text: "` + canary + `"}); return r.length;`
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": code}, Meta: meta})
+	if err != nil || res.IsError {
+		t.Fatalf("execute: %v %+v", err, res)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo"}, Meta: meta}); err != nil {
+		t.Fatal(err)
+	}
+
+	var spans []otlptest.Span
+	find := func(name string) *otlptest.Span {
+		for i := range spans {
+			if spans[i].Name == name && spans[i].TraceID == trace {
+				return &spans[i]
+			}
+		}
+		return nil
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if spans = recv.Spans(); find("execute") != nil && find("tools/call") != nil && find("search_tools") != nil {
+			break
+		}
+	}
+	exec, call, search := find("execute"), find("tools/call"), find("search_tools")
+	if exec == nil || call == nil || search == nil {
+		t.Fatalf("spans of the client's trace: %+v", spans)
+	}
+	if exec.Parent != parent || search.Parent != parent || call.Parent != exec.SpanID {
+		t.Errorf("parents: execute %s, search_tools %s (want %s); tools/call %s (want %s)", exec.Parent, search.Parent, parent, call.Parent, exec.SpanID)
+	}
+	if exec.Service != "crucible-test" || exec.Attributes["crucible.language"] != "ts" || exec.Attributes["crucible.exit_code"] != "0" ||
+		exec.Attributes["crucible.tool_calls"] != "1" || exec.Attributes["mcp.client.name"] != "tracer" || call.Attributes["crucible.server"] != "down" ||
+		call.Attributes["crucible.tool"] != "echo" || call.Attributes["crucible.outcome"] != "ok" {
+		t.Errorf("attributes: execute %+v (%s), tools/call %+v", exec.Attributes, exec.Service, call.Attributes)
+	}
+	mu.Lock()
+	got := downstream
+	mu.Unlock()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "00-"+trace+"-"+call.SpanID+"-") {
+		t.Errorf("the downstream server got traceparent %q; want the trace %s, parent %s", got, trace, call.SpanID)
+	}
+	for _, s := range spans {
+		for k, v := range s.Attributes {
+			if strings.Contains(v, canary) || strings.Contains(v, secret) || strings.Contains(v, "r.length") {
+				t.Errorf("span %s: %s = %q holds what no span may", s.Name, k, v)
+			}
+		}
+	}
+}
+
+// bearerTransport adds a bearer token to each request.
+func bearerTransport(token string) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultTransport.RoundTrip(r)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
