@@ -61,7 +61,9 @@ func TestServeTraces(t *testing.T) {
 	defer func() { _ = cs.Close() }()
 	const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	meta := mcp.Meta{"traceparent": "00-" + trace + "-" + parent + "-01"}
-	code := `const r = await tools.down.echo({text: "` + canary + `"}); return r.length;`
+	code := `const r = await tools.down.echo({text: "` + canary + `"});
+try { await fetch("https://evil.example/x"); } catch (e) {}
+return r.length;`
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": code}, Meta: meta})
 	if err != nil || res.IsError {
 		t.Fatalf("execute: %v %+v", err, res)
@@ -80,7 +82,7 @@ func TestServeTraces(t *testing.T) {
 		return nil
 	}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if spans = recv.Spans(); find("execute") != nil && find("tools/call") != nil && find("search_tools") != nil {
+		if spans = recv.Spans(); find("execute") != nil && find("tools/call") != nil && find("search_tools") != nil && find("egress dns") != nil {
 			break
 		}
 	}
@@ -95,6 +97,18 @@ func TestServeTraces(t *testing.T) {
 		exec.Attributes["crucible.tool_calls"] != "1" || exec.Attributes["mcp.client.name"] != "tracer" || call.Attributes["crucible.server"] != "down" ||
 		call.Attributes["crucible.tool"] != "echo" || call.Attributes["crucible.outcome"] != "ok" {
 		t.Errorf("attributes: execute %+v (%s), tools/call %+v", exec.Attributes, exec.Service, call.Attributes)
+	}
+	// The jail, the program and the refused lookup, each the execution's.
+	dns, jail, program := find("egress dns"), find("jail"), find("program")
+	if dns == nil || jail == nil || program == nil {
+		t.Fatalf("no egress, jail or program span: %+v", spans)
+	}
+	if dns.Parent != exec.SpanID || jail.Parent != exec.SpanID || program.Parent != exec.SpanID {
+		t.Errorf("parents: egress %s, jail %s, program %s; want %s", dns.Parent, jail.Parent, program.Parent, exec.SpanID)
+	}
+	if dns.Attributes["server.address"] != "evil.example" || dns.Attributes["crucible.egress.verdict"] != "deny" || dns.Attributes["crucible.egress.reason"] == "" ||
+		!strings.HasPrefix(dns.Status, "error") || jail.Attributes["crucible.warm"] != "true" {
+		t.Errorf("egress %+v (%s), jail %+v", dns.Attributes, dns.Status, jail.Attributes)
 	}
 	mu.Lock()
 	got := downstream

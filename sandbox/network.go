@@ -17,7 +17,12 @@ import (
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/policy/netpolicy"
 	"github.com/cruciblehq/crucible/toolbridge"
+	"github.com/cruciblehq/crucible/tracing"
 	"github.com/cruciblehq/crucible/violation"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -77,6 +82,7 @@ type netLog struct {
 	caller  toolbridge.Caller // whom it runs for
 	use     NetworkUse
 	lines   int
+	spans   int // the spans of decisions made, at most maxNetAudit
 	refused violations
 	placed  []SecretUse       // the receipt: where the secrets went
 	line    map[SecretUse]int // its lines, by themselves with no count
@@ -120,8 +126,16 @@ func (l *netLog) report(e egress.Event) {
 	if logIt {
 		l.lines++
 	}
+	parent := l.caller.Trace
+	spanIt := parent.IsValid() && l.spans < maxNetAudit
+	if spanIt {
+		l.spans++
+	}
 	exec := l.exec
 	l.mu.Unlock()
+	if spanIt {
+		l.span(parent, e)
+	}
 	if !logIt {
 		return
 	}
@@ -141,6 +155,40 @@ func (l *netLog) report(e egress.Event) {
 		ev.Addr = e.Addr.String()
 	}
 	_ = l.audit.Log(ev)
+}
+
+// span records decision e as a span of the execution's (parent): the
+// host and port, the verdict and why, the request's method where e names
+// one, the bytes of a connection done; redacted as the audit's line is.
+func (l *netLog) span(parent trace.SpanContext, e egress.Event) {
+	name, reason := e.Name, e.Reason
+	if l.redact != nil {
+		name, reason = l.redact(name), l.redact(reason)
+	}
+	verdict := "deny"
+	if e.Allowed {
+		verdict = "allow"
+		if e.Done {
+			verdict = "done"
+		}
+	}
+	attrs := []attribute.KeyValue{attribute.String("crucible.egress.type", e.Kind), attribute.String("server.address", tracing.Name(name)),
+		attribute.Int("server.port", int(e.Port)), attribute.String("crucible.egress.verdict", verdict)}
+	if reason != "" {
+		attrs = append(attrs, attribute.String("crucible.egress.reason", reason))
+	}
+	if e.Method != "" {
+		attrs = append(attrs, attribute.String("http.request.method", tracing.Name(e.Method)))
+	}
+	if e.Done {
+		attrs = append(attrs, attribute.Int64("crucible.egress.bytes_out", e.BytesOut), attribute.Int64("crucible.egress.bytes_in", e.BytesIn))
+	}
+	_, span := tracing.Tracer().Start(trace.ContextWithSpanContext(context.Background(), parent), "egress "+e.Kind,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	if !e.Allowed {
+		span.SetStatus(codes.Error, "denied")
+	}
+	span.End()
 }
 
 // maxReceipt bounds the receipt's lines; past it, the counts of the lines

@@ -17,6 +17,9 @@ import (
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/lang"
 	"github.com/cruciblehq/crucible/toolbridge"
+	"github.com/cruciblehq/crucible/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Pool keeps jails built ahead of their work: namespaces, cgroup, network
@@ -269,6 +272,12 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 	}()
 
 	job.Caller.Language = l.Name
+	// The jail's span: from the take to the program's start, warm if the
+	// jail was ready then; the program's after it.
+	parent := trace.ContextWithSpanContext(ctx, job.Caller.Trace)
+	_, jailSpan := tracing.Tracer().Start(parent, "jail", trace.WithAttributes(attribute.Bool("crucible.warm", w.isReady()), attribute.String("crucible.language", l.Name)))
+	endJail := sync.OnceFunc(func() { jailSpan.End() })
+	defer endJail()
 	w.x.begin(programRecord(l.Name, job.Source), job.Caller)
 	j := w.running(ctx) // nil: it never got to run, or ctx ended first (see below)
 	var in *os.File
@@ -287,6 +296,9 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 			return w.x.finish(nil, err)
 		}
 	}
+	endJail()
+	_, progSpan := tracing.Tracer().Start(parent, "program")
+	defer progSpan.End()
 	// The timeout starts with the job. A job an empty pipe takes at once
 	// goes first, so the worker has it before the jail's timer wakes;
 	// a larger one may wait for the worker to read, under the timeout.

@@ -14,9 +14,12 @@ import (
 	"github.com/cruciblehq/crucible/jail"
 	"github.com/cruciblehq/crucible/toolbridge"
 	"github.com/cruciblehq/crucible/toolchannel"
+	"github.com/cruciblehq/crucible/tracing"
 	"github.com/cruciblehq/crucible/violation"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ToolsFD is the descriptor on which the command of an execution with tools
@@ -188,6 +191,8 @@ func (c *toolChannel) audited(exec string, caller toolbridge.Caller) toolbridge.
 	ask := caller.Approve
 	caller.Approve = func(ctx context.Context, a toolbridge.Approval) toolbridge.Answer {
 		began := time.Now()
+		_, span := tracing.Tracer().Start(trace.ContextWithSpanContext(ctx, caller.Trace), "approval",
+			trace.WithAttributes(attribute.String("crucible.server", a.Server), attribute.String("crucible.tool", tracing.Name(a.Tool)), attribute.Int("crucible.rule", a.Rule)))
 		ans := toolbridge.Answer{Action: toolbridge.Unasked, Why: noApprover}
 		if ask != nil {
 			ans = ask(ctx, a)
@@ -195,6 +200,8 @@ func (c *toolChannel) audited(exec string, caller toolbridge.Caller) toolbridge.
 		if ans.Action != toolbridge.Accept && ctx.Err() == context.DeadlineExceeded {
 			ans = toolbridge.Answer{Action: toolbridge.Timeout}
 		}
+		span.SetAttributes(attribute.String("crucible.answer", ans.Action))
+		span.End()
 		_ = c.audit.Log(audit.Approval{Exec: exec, Client: caller.Client, Server: a.Server, Tool: a.Tool,
 			ArgsHash: a.ArgsHash, Rule: a.Rule, Answer: ans.Action, Why: ans.Why, WaitMS: time.Since(began).Milliseconds()})
 		return ans
@@ -202,11 +209,15 @@ func (c *toolChannel) audited(exec string, caller toolbridge.Caller) toolbridge.
 	if elicit := caller.Elicit; elicit != nil {
 		caller.Elicit = func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 			began := time.Now()
+			_, span := tracing.Tracer().Start(trace.ContextWithSpanContext(ctx, caller.Trace), "elicitation",
+				trace.WithAttributes(attribute.String("crucible.server", server), attribute.String("crucible.mode", cmp.Or(p.Mode, "form"))))
 			res, err := elicit(ctx, server, p)
 			answer := toolbridge.Cancel
 			if err == nil && res != nil {
 				answer = res.Action
 			}
+			span.SetAttributes(attribute.String("crucible.answer", answer))
+			span.End()
 			_ = c.audit.Log(audit.Elicitation{Exec: exec, Client: caller.Client, Server: server, Mode: cmp.Or(p.Mode, "form"),
 				Answer: answer, WaitMS: time.Since(began).Milliseconds()})
 			return res, err
