@@ -224,12 +224,14 @@ func (s *Server) start(ctx context.Context, v *view, req *mcp.CallToolRequest, i
 	r.cancel = cancel
 	caller := toolbridge.Caller{Client: clientOf(req), Profile: v.profile, Approve: s.approver(rctx, req, r), Login: s.loginAsker(rctx, req, r), Elicit: s.elicitor(rctx, req, r),
 		Trace: span.SpanContext()}
+	row := s.console.begin(caller.Client, v.profile, truncate(cmp.Or(in.Language, languages[0].Name), 16))
 	go func() {
 		defer s.calls.Done()
 		defer cancel()
 		began := time.Now()
 		r.out, r.err = s.execute(rctx, v, req, in, stateless, caller)
 		s.stats.execution(caller.Client, r.out, r.err, time.Since(began))
+		s.console.end(row, r.out, r.err)
 		endExecuteSpan(span, r.out, r.err)
 		close(r.done)
 	}()

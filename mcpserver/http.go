@@ -98,6 +98,9 @@ func (s *Server) Handler(tokens *auth.Tokens) http.Handler {
 	mcpHandler := s.checkOrigin(requireToken(route))
 	mux := s.ops(requireToken)
 	mux.Handle("/mcp", mcpHandler)
+	console := s.consoleHandler(tokens)
+	mux.Handle("/console", console)
+	mux.Handle("/console/events", console)
 	if s.web != nil {
 		// A browser's, with no token: the login's id, and then its state,
 		// are what let it in (serverlogin.Web).

@@ -76,6 +76,7 @@ type Server struct {
 
 	oauth    *auth.Verifier    // serve.oauth's tokens; nil without
 	web      *serverlogin.Web  // the clients' logins to remote servers; nil without any oauth server
+	console  *console          // what /console shows
 	replicas *replica.Replicas // serve.replicas; nil without
 	// mint makes a new id of a kind ("ws_", "se_", "st_"): with replicas,
 	// one that names this replica.
@@ -150,6 +151,7 @@ func New(o Options) (*Server, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: newSessions(),
+		console:  newConsole(),
 		replicas: replicas,
 		mint:     mint,
 	}
