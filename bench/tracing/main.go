@@ -1,7 +1,8 @@
-// Command tracing measures what OpenTelemetry tracing costs crucible
-// serve: two servers of one binary and one configuration, one exporting
-// its traces (OTLP over HTTP to a receiver in this process, which reads
-// and drops them) and one with nothing configured, each called in turn
+// Command tracing measures what OpenTelemetry tracing and a watching
+// console cost crucible serve: three servers of one binary and one
+// configuration, one exporting its traces (OTLP over HTTP to a receiver in
+// this process, which reads and drops them), one with nothing configured,
+// and one whose /console/events a reader here follows, each called in turn
 // with execute of `return 1` over one HTTP session, paced as an agent
 // calls (-gap apart), a tool call in each program to a server of this
 // process (so that a call span and its _meta go out too). It prints each
@@ -85,8 +86,9 @@ func run(bin string, n int, gap time.Duration) error {
 	}
 	servers := map[string]*server{}
 	for name, env := range map[string][]string{
-		"off": nil,
-		"on":  {"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL, "OTEL_BSP_SCHEDULE_DELAY=500"},
+		"off":     nil,
+		"on":      {"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL, "OTEL_BSP_SCHEDULE_DELAY=500"},
+		"console": nil,
 	} {
 		s, err := start(bin, cfg, env)
 		if err != nil {
@@ -95,7 +97,14 @@ func run(bin string, n int, gap time.Duration) error {
 		defer s.stop()
 		servers[name] = s
 	}
-	order := []string{"off", "on"}
+	// A browser's console on the third: its event stream read as it comes.
+	var streamed atomic.Int64
+	stream, err := watch(servers["console"].url, &streamed)
+	if err != nil {
+		return err
+	}
+	defer stream()
+	order := []string{"off", "on", "console"}
 	before := map[string]time.Duration{}
 	for _, name := range order {
 		// The first of each: the tool server's start.
@@ -121,12 +130,41 @@ func run(bin string, n int, gap time.Duration) error {
 	fmt.Printf("execute of `return await tools.down.one({})` over HTTP, %d calls each, %v apart, alternating\n", n, gap)
 	timing.Table("  ", 12, order, times)
 	fmt.Printf("  on/off: %s\n", timing.Ratio(times["on"], times["off"]))
+	fmt.Printf("  console/off: %s\n", timing.Ratio(times["console"], times["off"]))
 	for _, name := range order {
 		per := (cpu(servers[name].cmd.Process.Pid) - before[name]) / time.Duration(n)
 		fmt.Printf("  CPU per execution, %s: %v\n", name, per.Round(10*time.Microsecond))
 	}
-	fmt.Printf("  exported: %d KiB of OTLP\n", exported.Load()>>10)
+	fmt.Printf("  exported: %d KiB of OTLP; the console streamed %d KiB\n", exported.Load()>>10, streamed.Load()>>10)
 	return nil
+}
+
+// watch reads the console's event stream of the server at url, counting
+// its bytes, until the returned function is called.
+func watch(url string, n *atomic.Int64) (func(), error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/console/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		cancel()
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("/console/events: %s", resp.Status)
+	}
+	go func() { _, _ = io.Copy(counter{n}, resp.Body) }()
+	return func() { cancel(); _ = resp.Body.Close() }, nil
+}
+
+// counter counts what is written to it.
+type counter struct{ n *atomic.Int64 }
+
+func (c counter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	return len(p), nil
 }
 
 func call(s *server) error {
