@@ -312,7 +312,7 @@ func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest,
 	}
 	defer s.spaces.Release(ws)
 
-	check, err := v.typeCheck(ctx, in, language)
+	check, err := v.typeCheck(ctx, in, language, client)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +418,7 @@ func (s *Server) executionContext(ctx context.Context, req *mcp.CallToolRequest,
 // that can be checked. A check asked for where none can be made is
 // refused, and says how to get one. Type checking helps the model; it is
 // no wall, and check: false skips it.
-func (v *view) typeCheck(ctx context.Context, in executeIn, language string) (*sandbox.TypeCheck, error) {
+func (v *view) typeCheck(ctx context.Context, in executeIn, language, client string) (*sandbox.TypeCheck, error) {
 	can := sandbox.CanTypeCheck(v.cfg, language)
 	want := v.cfg.Serve.TypeCheck && can == nil
 	if in.Check != nil {
@@ -430,16 +430,17 @@ func (v *view) typeCheck(ctx context.Context, in executeIn, language string) (*s
 	case can != nil:
 		return nil, fmt.Errorf("check: %w", can)
 	}
-	return &sandbox.TypeCheck{Declarations: v.declarations(ctx)}, nil
+	return &sandbox.TypeCheck{Declarations: v.declarations(ctx, client)}, nil
 }
 
 // declarations are the TypeScript declarations of v's tools, as
-// search_tools shows them. A server that cannot list its tools now is
-// declared with any tool, so that its calls are not the check's errors.
-func (v *view) declarations(ctx context.Context) string {
+// search_tools shows them to client. A server that cannot list its tools
+// now is declared with any tool, so that its calls are not the check's
+// errors.
+func (v *view) declarations(ctx context.Context, client string) string {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	tools, err := v.tools.List(ctx)
+	tools, err := v.tools.ListFor(ctx, client)
 	d := sandbox.ToolDeclarations(tools)
 	if err != nil {
 		for _, name := range unlistedServers(v.tools.Servers(), tools) {

@@ -105,6 +105,14 @@ func TestClientsLogIn(t *testing.T) {
 	if _, out = execute(t, alice, map[string]any{"code": whoami}); out == nil || string(out.Result) != `"alice-at-tracker"` {
 		t.Fatalf("alice after her login: %+v", out)
 	}
+	// search_tools lists the server's tools through alice's own login; an
+	// anonymous client's (the operator's, which there is none of) cannot.
+	if found := searchTools(t, alice, "whoami", ""); !strings.Contains(found, "tools.tracker.whoami") {
+		t.Errorf("alice's search_tools: %s", found)
+	}
+	if found := searchTools(t, connectHTTP(t, url, tokenA, "2025-11-25"), "whoami", ""); strings.Contains(found, "tools.tracker.whoami") {
+		t.Errorf("an anonymous client's search_tools lists tracker's tools: %s", found)
+	}
 
 	bob := connectAsking(t, url, tokens["bob"], "", &bobOpened) // 2026-07-28: asked by an input request
 	f.SetAccount("bob-at-tracker")

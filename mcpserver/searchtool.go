@@ -55,10 +55,11 @@ func (s *Server) searchHandler(v *view) mcp.ToolHandlerFor[searchIn, any] {
 	}
 }
 
-func (v *view) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+func (v *view) search(ctx context.Context, req *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	tools, err := v.tools.List(ctx)
+	// As the client sees them: a server with a login, through its own.
+	tools, err := v.tools.ListFor(ctx, clientOf(req))
 	catalog := v.tools.APIs()
 	var text string
 	if in.Query == "" {

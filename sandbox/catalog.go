@@ -1,6 +1,10 @@
 package sandbox
 
-import "context"
+import (
+	"context"
+
+	"github.com/cruciblehq/crucible/toolbridge"
+)
 
 // List lists the tools that the code may call through t, as ListTools does,
 // starting the servers that have not started yet; a server's
@@ -10,6 +14,17 @@ func (t *Tools) List(ctx context.Context) ([]Tool, error) {
 		return nil, nil
 	}
 	return t.bridge.Tools(ctx)
+}
+
+// ListFor is List as the client sees it: a server with a login lists
+// its tools through the client's own login (see toolbridge.Session.Tools).
+func (t *Tools) ListFor(ctx context.Context, client string) ([]Tool, error) {
+	if t == nil {
+		return nil, nil
+	}
+	sess := t.bridge.NewSession()
+	sess.SetCaller(toolbridge.Caller{Client: client})
+	return sess.Tools(ctx)
 }
 
 // Failing names the servers whose last start failed, starting none; see
