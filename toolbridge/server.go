@@ -384,11 +384,7 @@ func (s *server) start(done chan struct{}) {
 		stderr = &tail{}
 		var err error
 		if proc, err = startProcess(s.life, start, stderr); err != nil {
-			s.mu.Lock()
-			s.fail(err)
-			close(done)
-			s.starting = nil
-			s.mu.Unlock()
+			s.startFailed(done, err)
 			return
 		}
 		// Each message is bounded as it is read, near the result's own
@@ -405,11 +401,7 @@ func (s *server) start(done chan struct{}) {
 		if s.authz != nil {
 			a, err := s.authz()
 			if err != nil {
-				s.mu.Lock()
-				s.fail(err)
-				close(done)
-				s.starting = nil
-				s.mu.Unlock()
+				s.startFailed(done, err)
 				return
 			}
 			st.OAuthHandler = a
@@ -453,6 +445,15 @@ func (s *server) start(done chan struct{}) {
 		}
 		s.drop(sess, why)
 	}()
+}
+
+// startFailed ends a start that failed before it could connect.
+func (s *server) startFailed(done chan struct{}, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail(err)
+	close(done)
+	s.starting = nil
 }
 
 // fail records a failure; s.mu is held. The code gets err redacted (see
