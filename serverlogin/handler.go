@@ -208,13 +208,22 @@ func retrieveError(err error) string {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		if re.ErrorCode != "" {
-			return "the authorization server answered " + re.ErrorCode
+			return "the authorization server answered " + word(re.ErrorCode)
 		}
 		if re.Response != nil {
 			return "the authorization server answered " + re.Response.Status
 		}
 	}
 	return err.Error()
+}
+
+// word is an error code as the authorization server wrote it, if it is
+// one (RFC 6749's are printable ASCII, short), else a stand-in.
+func word(s string) string {
+	if len(s) > 64 || strings.IndexFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		return "an error code that is not one"
+	}
+	return s
 }
 
 func cmpOr(a, b string) string {

@@ -286,11 +286,22 @@ func cause(err error) error {
 	return err
 }
 
+// describe is a refusal the authorization server redirected with: its
+// code, and its description cut short and without control characters.
 func describe(code, desc string) string {
-	if desc == "" {
-		return code
+	desc = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, desc)
+	if len(desc) > 200 {
+		desc = desc[:200] + "..."
 	}
-	return code + " (" + desc + ")"
+	if desc == "" {
+		return word(code)
+	}
+	return word(code) + " (" + desc + ")"
 }
 
 // Logout forgets account's login to s's server, and says whether there was

@@ -67,7 +67,9 @@ func runLogin(ctx context.Context, args []string, env Env) int {
 	}
 	n, err := serverlogin.Login(ctx, s, serverlogin.Operator, say, browse)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "crucible login: %v\n", err)
+		// Its words may be the authorization server's: no control
+		// characters reach the terminal.
+		fmt.Fprintf(env.Stderr, "crucible login: %s\n", printable(err.Error()))
 		return ExitFail
 	}
 	fmt.Fprintf(env.Stderr, "crucible login: logged in to server %s (%d tools)\n", s.Server, n)
@@ -117,4 +119,18 @@ func loginSettings(fs *flag.FlagSet, file *string, args []string, env Env) (s *s
 		return nil, ExitUsage, false
 	}
 	return s, 0, true
+}
+
+// printable is s with each control character (a terminal's escape, say)
+// written as \xNN.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

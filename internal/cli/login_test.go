@@ -35,3 +35,10 @@ func TestLoginRefusals(t *testing.T) {
 		}
 	}
 }
+
+// What an authorization server writes cannot drive the terminal.
+func TestPrintable(t *testing.T) {
+	if got := printable("refused: \x1b[2Jgone\x07 ünïcode"); got != `refused: \x1b[2Jgone\x07 ünïcode` {
+		t.Errorf("printable = %q", got)
+	}
+}
