@@ -112,6 +112,9 @@ func (c *console) end(row *consoleRow, out *executeOut, err error) {
 // publish sends row to every stream; c.mu is held. A stream that cannot
 // keep up is closed (its page reconnects, and gets the rows anew).
 func (c *console) publish(row *consoleRow) {
+	if len(c.subs) == 0 {
+		return // nobody watches: no event to make
+	}
 	ev := sse("execution", row)
 	for ch := range c.subs {
 		select {
