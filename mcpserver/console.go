@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cruciblehq/crucible/mcpserver/auth"
+	"github.com/cruciblehq/crucible/toolbridge"
 )
 
 // The console (/console on serve --http): the executions running and the
@@ -188,12 +189,8 @@ func (s *Server) consoleStatusOf() map[string]any {
 		Cold      int64    `json:"cold"`
 		Failed    int64    `json:"failed"`
 	}
-	type server struct {
-		Name  string `json:"name"`
-		State string `json:"state"`
-	}
 	var pools []pool
-	var servers []server
+	var servers []toolbridge.ServerStatus
 	for _, name := range append([]string{""}, s.cfg.ProfileNames()...) {
 		v := s.views[name]
 		if v == nil {
@@ -203,16 +200,8 @@ func (s *Server) consoleStatusOf() map[string]any {
 			st := p.Stats()
 			pools = append(pools, pool{Languages: p.Languages(), Profile: name, Ready: st.Ready, InFlight: st.InFlight, Warm: st.Warm, Cold: st.Cold, Failed: st.Failed})
 		}
-		if name != "" {
-			continue
-		}
-		failing := v.tools.Failing()
-		for _, srv := range v.tools.Servers() {
-			state := "up, or not started yet"
-			if slices.Contains(failing, srv) {
-				state = "failing to start"
-			}
-			servers = append(servers, server{srv, state})
+		if name == "" {
+			servers = v.tools.Status()
 		}
 	}
 	return map[string]any{"pools": pools, "servers": servers}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
@@ -20,7 +21,9 @@ import (
 func TestConsole(t *testing.T) {
 	testenv.NeedRoot(t, "builds real jails")
 	chromium := testenv.NeedTool(t, "chromium")
-	s := newServer(t, nil)
+	s := newServer(t, func(c *config.Config) {
+		c.Servers = map[string]config.Server{"gone": {URL: "http://127.0.0.1:1/mcp"}}
+	})
 	url := serveHTTP(t, s)
 	for _, path := range []string{"/console", "/console/events"} {
 		resp, err := http.Get(url + path)
@@ -68,8 +71,14 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("the console after the login: %v", err)
 	}
 
-	if _, out := execute(t, connectHTTP(t, url, tokenA, ""), map[string]any{"code": "return 1"}); out == nil || out.ExitCode != 0 {
+	code := `try { await tools.gone.anything({}); } catch (e) {} return 1;`
+	if _, out := execute(t, connectHTTP(t, url, tokenA, ""), map[string]any{"code": code}); out == nil || out.ExitCode != 0 {
 		t.Fatalf("execute: %+v", out)
+	}
+	// The server that would not start, with its error, within a status
+	// event or two.
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.getElementById("servers").textContent.includes("connection refused")`)); err != nil {
+		t.Errorf("the servers' table: %v", err)
 	}
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#rows tr.ok"))); err != nil {
 		t.Fatalf("the execution's row: %v", err)

@@ -36,6 +36,15 @@ func (t *Tools) Failing() []string {
 	return t.bridge.Failing()
 }
 
+// Status is each server's state, starting nothing; see
+// toolbridge.Bridge.Status.
+func (t *Tools) Status() []toolbridge.ServerStatus {
+	if t == nil {
+		return nil
+	}
+	return t.bridge.Status()
+}
+
 // Servers names the configured servers, sorted.
 func (t *Tools) Servers() []string {
 	if t == nil {

@@ -273,6 +273,37 @@ func (b *Bridge) Failing() []string {
 	return out
 }
 
+// ServerStatus is what an operator's console shows of a server.
+type ServerStatus struct {
+	Name      string `json:"name"`
+	Instances int    `json:"instances"` // started, with a live session
+	Failing   int    `json:"failing"`   // whose last start failed
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Status is each server's state, starting nothing.
+func (b *Bridge) Status() []ServerStatus {
+	var out []ServerStatus
+	for _, name := range b.Servers() {
+		st := ServerStatus{Name: name}
+		for _, s := range b.servers[name].instances() {
+			s.mu.Lock()
+			switch {
+			case s.sess != nil:
+				st.Instances++
+			case s.failures > 0:
+				st.Failing++
+				if s.lastErr != nil {
+					st.LastError = s.lastErr.Error() // redacted as the code gets it
+				}
+			}
+			s.mu.Unlock()
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
 // Tool is one tool that the code may call.
 type Tool struct {
 	Server string `json:"server"`

@@ -466,6 +466,16 @@ func TestStreamableHTTP(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// What the console shows: instances up, failing, the last error
+	// redacted.
+	st := map[string]ServerStatus{}
+	for _, x := range b.Status() {
+		st[x.Name] = x
+	}
+	if st["web"].Instances != 1 || st["web"].Failing != 0 || st["closed"].Failing != 1 || st["closed"].LastError == "" ||
+		strings.Contains(st["nokey"].LastError, canary) {
+		t.Errorf("Status() = %+v", st)
+	}
 }
 
 // An HTTP server's JSON answer is bounded before it is read whole; the
