@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -262,5 +266,44 @@ func TestReplicaBodyTooLarge(t *testing.T) {
 	resp, _ := post(t, url, tokenA, body, map[string]string{"MCP-Protocol-Version": statelessVersion})
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || s.forwards.Load() != 0 {
 		t.Errorf("status %d, %d forwarded", resp.StatusCode, s.forwards.Load())
+	}
+}
+
+// A request forwarded to the replica that owns its session keeps its
+// trace: the execution's span, wherever the request landed first, is a
+// child of the client's span in its _meta.
+func TestReplicaKeepsTrace(t *testing.T) {
+	testenv.NeedRoot(t, "builds real jails")
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()); _ = tp.Shutdown(context.Background()) })
+	rs := newReplicaSet(t)
+	cs := rs.connect(t, tokenA, "2025-11-25")
+	const trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	before := rs.forwards()
+	for range 3 {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"language": "py", "code": "print(1)"},
+			Meta: mcp.Meta{"traceparent": "00-" + trace + "-" + parent + "-01"}})
+		if err != nil || res.IsError {
+			t.Fatalf("execute: %v %v", err, res)
+		}
+	}
+	if rs.forwards() == before {
+		t.Fatal("no call was forwarded")
+	}
+	n := 0
+	for _, s := range spans.GetSpans() {
+		// Another test's spans, if one runs beside, are of other traces.
+		if s.Name != "execute" || s.SpanContext.TraceID().String() != trace {
+			continue
+		}
+		n++
+		if s.Parent.SpanID().String() != parent {
+			t.Errorf("an execute span's parent is %s; want the client's, %s", s.Parent.SpanID(), parent)
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d execute spans; want 3", n)
 	}
 }
