@@ -162,16 +162,13 @@ define("fs", Object.freeze({
 // without import or export is the body of an async function (a top-level
 // return is its result), else a module (its default export is). The script
 // form is tried first; should it not parse, the module form runs. The
-// wrapper keeps the program's lines where they are. The script form's
-// module only defines the function, which runs once it is loaded, from
-// the runner's own code: not while Deno evaluates a module (whose
-// top-level await lets a timer run before the microtasks queued ahead of
-// it). So a program's error is its own, and it never runs twice.
-const scriptPrefix = "export default async function () {";
-const scriptSuffix = "\n}\n";
+// wrapper keeps the program's lines where they are. A script form that
+// began to run and failed is reported as it failed: it is never run twice.
+const ran = Symbol.for("crucible.ran");
+const scriptPrefix = `export default await (async () => {globalThis[Symbol.for("crucible.ran")] = true;`;
+const scriptSuffix = "\n})();\n";
 const work = "/tmp/.crucible"; // the forms' files, on the jail's /tmp
 
-// load loads the program, and returns its value's promise.
 async function load(source, name) {
   for (const form of ["script", "module"]) {
     Deno.mkdirSync(`${work}/${form}`, { recursive: true });
@@ -179,15 +176,13 @@ async function load(source, name) {
   const script = `${work}/script/${name}`, module = `${work}/module/${name}`;
   Deno.writeTextFileSync(script, scriptPrefix + source + scriptSuffix);
   Deno.writeTextFileSync(module, source);
-  let body;
   try {
-    body = (await import("file://" + script)).default;
-  } catch {
-    // It does not parse as a function's body: a module.
+    return await import("file://" + script);
+  } catch (e) {
+    if (globalThis[ran]) throw e; // it ran, and failed: its error is the program's
   }
-  if (body !== undefined) return body();
   try {
-    return (await import("file://" + module)).default;
+    return await import("file://" + module);
   } catch (e) {
     throw syntaxError(e);
   }
@@ -248,7 +243,7 @@ async function check(source, name, declarations) {
     throw checkError(text, form, name, out);
   }
 }
-const checkPrefix = scriptPrefix; // checked as it runs
+const checkPrefix = "export default await (async () => {";
 const maxDiagnostics = 20;
 
 // checkError is the TypeCheckError of a check that failed: its
@@ -322,7 +317,8 @@ try {
     if (Deno.args[2] === "--check") declarations = Deno.readTextFileSync(Deno.args[3]);
   }
   if (declarations !== undefined) await check(source, name, declarations);
-  const value = await load(source, name);
+  const mod = await load(source, name);
+  const value = await mod.default;
   let text;
   try {
     text = stringify({ result: value === undefined ? null : value });
