@@ -98,14 +98,9 @@ func (w *Web) Start(rw http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, err
 			}
+			// Known by its state before the browser is sent on: the
+			// callback may come back at once.
 			state := u.Query().Get("state")
-			select {
-			case f.authURL <- a.URL:
-			default:
-				// A second authorization (more scope) has no browser to
-				// go to: the next call asks again.
-				return nil, errors.New("the server asks for more scope than this login got: call the tool again for a new login")
-			}
 			w.mu.Lock()
 			w.states[state] = f
 			w.mu.Unlock()
@@ -114,6 +109,13 @@ func (w *Web) Start(rw http.ResponseWriter, r *http.Request) {
 				delete(w.states, state)
 				w.mu.Unlock()
 			}()
+			select {
+			case f.authURL <- a.URL:
+			default:
+				// A second authorization (more scope) has no browser to
+				// go to: the next call asks again.
+				return nil, errors.New("the server asks for more scope than this login got: call the tool again for a new login")
+			}
 			return awaitCallback(ctx, f.got)
 		})
 		f.done <- err
