@@ -192,7 +192,7 @@ func (r *run) ask(ctx context.Context, p *mcp.ElicitParams, timeout time.Duratio
 func (s *Server) elicitor(rctx context.Context, req *mcp.CallToolRequest, r *run) toolbridge.Elicitor {
 	return func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 		cancelled := &mcp.ElicitResult{Action: toolbridge.Cancel}
-		if req.Session == nil || !declares(req, p.Mode) {
+		if !declares(req, p.Mode) {
 			return cancelled, nil
 		}
 		if rounds(req) {
@@ -216,6 +216,9 @@ func (s *Server) elicitor(rctx context.Context, req *mcp.CallToolRequest, r *run
 // declares says whether req's client declared elicitation of mode ("" is
 // form).
 func declares(req *mcp.CallToolRequest, mode string) bool {
+	if req.Session == nil {
+		return false
+	}
 	c := req.ClientCapabilities()
 	if c == nil || c.Elicitation == nil {
 		return false

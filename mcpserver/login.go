@@ -32,15 +32,14 @@ const loginAskTime = 2 * time.Minute
 // asked (no remote server takes a login, or the client uses the
 // operator's).
 func (s *Server) loginAsker(rctx context.Context, req *mcp.CallToolRequest, r *run) func(context.Context, string) string {
-	client := clientOf(req)
-	if s.web == nil || req.Extra == nil || sandbox.AccountOf(toolbridge.ClientKey(client)) == serverlogin.Operator {
+	account := sandbox.AccountOf(toolbridge.ClientKey(clientOf(req)))
+	if s.web == nil || req.Extra == nil || account == serverlogin.Operator {
 		return nil
 	}
 	origin := req.Extra.Header.Get(originHeader)
 	if origin == "" {
 		return nil
 	}
-	account := sandbox.AccountOf(toolbridge.ClientKey(client))
 	return func(ctx context.Context, server string) string {
 		u, err := s.web.Ask(server, account, origin, func(id string, _ error) {
 			if req.Session == nil || rounds(req) {
@@ -57,40 +56,34 @@ func (s *Server) loginAsker(rctx context.Context, req *mcp.CallToolRequest, r *r
 		}
 		p := &mcp.ElicitParams{Mode: "url", URL: u, ElicitationID: u[strings.LastIndexByte(u, '=')+1:],
 			Message: fmt.Sprintf("Crucible needs you to log in to server %s, for this client alone.", server)}
-		if canElicitURL(req) && rounds(req) {
-			// A 2026-07-28 client: in execute's answer, as an input request.
-			if res, ok := r.ask(ctx, p, loginAskTime); ok {
-				if res.Action == "accept" {
-					return "this client's MCP client was asked to log in, and went to: call again once the login is done"
-				}
-				return "this client's MCP client was asked to log in, and declined"
-			}
-			return "this client's MCP client was asked to log in, and did not answer"
+		// Asked as execute ends, with the -32042 error.
+		later := func() string {
+			r.mu.Lock()
+			r.logins = append(r.logins, p)
+			r.mu.Unlock()
+			return "this client's MCP client is asked to log in as this execution ends: call again once the login is done"
 		}
-		if canElicitURL(req) {
+		if !declares(req, "url") {
+			return later()
+		}
+		var res *mcp.ElicitResult
+		if rounds(req) {
+			// A 2026-07-28 client: in execute's answer, as an input request.
+			res, _ = r.ask(ctx, p, loginAskTime)
+		} else {
 			ectx, stop := joinContext(rctx, ctx)
 			defer stop()
-			res, err := req.Session.Elicit(ectx, p)
-			switch {
-			case err == nil && res.Action == "accept":
-				return "this client's MCP client was asked to log in, and went to: call again once the login is done"
-			case err == nil:
-				return "this client's MCP client was asked to log in, and declined"
+			if res, err = req.Session.Elicit(ectx, p); err != nil {
+				s.log.Warn("a client could not be asked to log in", "server", server, "error", err)
+				return later()
 			}
-			s.log.Warn("a client could not be asked to log in", "server", server, "error", err)
 		}
-		r.mu.Lock()
-		r.logins = append(r.logins, p)
-		r.mu.Unlock()
-		return "this client's MCP client is asked to log in as this execution ends: call again once the login is done"
+		switch {
+		case res == nil:
+			return "this client's MCP client was asked to log in, and did not answer"
+		case res.Action == "accept":
+			return "this client's MCP client was asked to log in, and went to: call again once the login is done"
+		}
+		return "this client's MCP client was asked to log in, and declined"
 	}
-}
-
-// canElicitURL says whether req's client declared URL elicitation.
-func canElicitURL(req *mcp.CallToolRequest) bool {
-	if req.Session == nil {
-		return false
-	}
-	c := req.ClientCapabilities()
-	return c != nil && c.Elicitation != nil && c.Elicitation.URL != nil
 }

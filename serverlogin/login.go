@@ -253,15 +253,13 @@ func (s *Settings) publishesMetadata(ctx context.Context) bool {
 	return false
 }
 
-func (s *Settings) isMetadataDocument() bool {
-	return len(s.ClientID) > len("https://") && s.ClientID[:len("https://")] == "https://"
-}
+func (s *Settings) isMetadataDocument() bool { return strings.HasPrefix(s.ClientID, "https://") }
 
 // listTools connects to the server with h and counts its tools.
 func listTools(ctx context.Context, s *Settings, h auth.OAuthHandler) (int, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "crucible", Version: "1"}, nil)
 	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, OAuthHandler: h,
-		HTTPClient: &http.Client{Transport: s.Transport}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+		MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("server %s: %w", s.Server, cause(err))
 	}

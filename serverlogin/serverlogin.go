@@ -10,7 +10,6 @@
 package serverlogin
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -30,10 +29,6 @@ type Settings struct {
 	// client's own account, no browser, no tokens on disk.
 	ClientCredentials bool
 	Store             *Store
-	// Transport, if not nil, carries the requests to the authorization
-	// server (discovery, registration, tokens); nil is the SDK's default,
-	// which refuses private addresses (loopback aside).
-	Transport http.RoundTripper
 }
 
 // requestTimeout bounds each request to an authorization server.
@@ -45,11 +40,11 @@ const maxRedirects = 5
 
 // httpClient is the client for the authorization server's endpoints: a
 // redirect to another host is refused, since a token request carries the
-// client's secret and the code.
+// client's secret and the code. Its transport is the default, which the
+// SDK's discovery wraps to refuse private addresses (loopback aside).
 func (s *Settings) httpClient() *http.Client {
 	return &http.Client{
-		Timeout:   requestTimeout,
-		Transport: s.Transport,
+		Timeout: requestTimeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if from := via[0].URL; req.URL.Host != from.Host || req.URL.Scheme != from.Scheme {
 				return fmt.Errorf("refused a redirect from %s to another host, %s", from.Host, req.URL.Host)
@@ -90,9 +85,3 @@ func (e *NeedsLogin) Error() string {
 // package of logins: it reports such an error as it is, and does not back
 // off before trying again (a login may come any time).
 func (e *NeedsLogin) LoginNeeded() bool { return true }
-
-// IsNeedsLogin says whether err is, or wraps, a NeedsLogin.
-func IsNeedsLogin(err error) bool {
-	var n *NeedsLogin
-	return errors.As(err, &n)
-}

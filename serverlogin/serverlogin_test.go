@@ -74,6 +74,12 @@ func call(t *testing.T, s *Settings, h auth.OAuthHandler, tool string, args map[
 	return text.Text, nil
 }
 
+// isNeedsLogin says whether err is, or wraps, a NeedsLogin.
+func isNeedsLogin(err error) bool {
+	var n *NeedsLogin
+	return errors.As(err, &n)
+}
+
 func handler(t *testing.T, s *Settings) *Handler {
 	t.Helper()
 	h, err := NewHandler(s, Operator)
@@ -125,7 +131,7 @@ func TestLogin(t *testing.T) {
 	if had, err := Logout(s, Operator); !had || err != nil {
 		t.Fatalf("logout: %v, %v", had, err)
 	}
-	if _, err := call(t, s, handler(t, s), "whoami", nil); !IsNeedsLogin(err) || !strings.Contains(err.Error(), "server tracker needs a login: run crucible login tracker") {
+	if _, err := call(t, s, handler(t, s), "whoami", nil); !isNeedsLogin(err) || !strings.Contains(err.Error(), "server tracker needs a login: run crucible login tracker") {
 		t.Fatalf("after logout: %v; want the login it needs", err)
 	}
 }
@@ -135,7 +141,7 @@ func TestNoLogin(t *testing.T) {
 	f := oauthtest.New(t, oauthtest.Options{})
 	s := settings(t, f)
 	_, err := call(t, s, handler(t, s), "whoami", nil)
-	if !IsNeedsLogin(err) || !strings.Contains(err.Error(), "server tracker needs a login: run crucible login tracker") {
+	if !isNeedsLogin(err) || !strings.Contains(err.Error(), "server tracker needs a login: run crucible login tracker") {
 		t.Fatalf("err = %v", err)
 	}
 	if f.Counts().Authorize != 0 {
@@ -185,7 +191,7 @@ func TestRevoked(t *testing.T) {
 	}
 	f.Revoke("alice")
 	_, err := call(t, s, h, "whoami", nil)
-	if !IsNeedsLogin(err) || !strings.Contains(err.Error(), "the server refused its token, and the authorization server refused to refresh it): run crucible login tracker") {
+	if !isNeedsLogin(err) || !strings.Contains(err.Error(), "the server refused its token, and the authorization server refused to refresh it): run crucible login tracker") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -244,7 +250,7 @@ func TestStepUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := call(t, s, handler(t, s), "admin_op", nil)
-	if !IsNeedsLogin(err) || !strings.Contains(err.Error(), "it asks for more scope") || !strings.Contains(err.Error(), "mcp:admin") {
+	if !isNeedsLogin(err) || !strings.Contains(err.Error(), "it asks for more scope") || !strings.Contains(err.Error(), "mcp:admin") {
 		t.Fatalf("err = %v", err)
 	}
 	if err := login(t, s); err != nil {

@@ -379,7 +379,7 @@ func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
 		}
 		srv, ok := e.acquire(client)
 		if !ok {
-			return nil, refusef(KindLimit, e.name, "", "tool server %s is serving its most clients at once (servers.%s.max_clients, %d), none of them idle: try again shortly", e.name, e.name, e.cfg.MaxClients)
+			return nil, e.full("")
 		}
 		defer e.release(srv)
 		list, err := srv.tools(ctx)
@@ -403,7 +403,7 @@ func (s *Session) admit(ctx context.Context, name, tool string, args *toolargs.A
 	s.mu.Unlock()
 	srv, ok = e.acquire(client)
 	if !ok {
-		return nil, nil, refusef(KindLimit, name, tool, "tool server %s is serving its most clients at once (servers.%s.max_clients, %d), none of them idle: try again shortly", name, name, e.cfg.MaxClients)
+		return nil, nil, e.full(tool)
 	}
 	defer func() {
 		if err != nil {
@@ -549,6 +549,12 @@ func (s *Session) call(ctx context.Context, server, tool string, args []byte) ([
 		return nil, s.askLogin(ctx, server, err)
 	}
 	return s.bounded(srv, tool, out)
+}
+
+// full is the refusal of a call of tool (or a listing, "") when e serves
+// its most clients at once.
+func (e *endpoint) full(tool string) error {
+	return refusef(KindLimit, e.name, tool, "tool server %s is serving its most clients at once (servers.%s.max_clients, %d), none of them idle: try again shortly", e.name, e.name, e.cfg.MaxClients)
 }
 
 // askLogin has the caller's client asked to log in to server when err

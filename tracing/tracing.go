@@ -55,13 +55,13 @@ func Setup(ctx context.Context, s Settings, version string) (shutdown func(conte
 	if endpoint == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 		return off, false, nil
 	}
-	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		if p := os.Getenv(v); p != "" && p != "http/protobuf" {
-			return off, false, fmt.Errorf("%s=%s: Crucible exports OTLP over HTTP only (http/protobuf)", v, p)
-		}
-		if os.Getenv(v) != "" {
-			break
-		}
+	// The traces' own protocol wins over the general one.
+	which := "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	if os.Getenv(which) == "" {
+		which = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	}
+	if p := os.Getenv(which); p != "" && p != "http/protobuf" {
+		return off, false, fmt.Errorf("%s=%s: Crucible exports OTLP over HTTP only (http/protobuf)", which, p)
 	}
 	var opts []otlptracehttp.Option
 	if os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
