@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/cruciblehq/crucible/apis"
@@ -33,6 +35,7 @@ const ToolsFD = 4
 // APIs, which the code lists with tools.apis(). The caller closes it, which
 // stops the servers, once no execution uses it any more.
 type Tools struct {
+	cfg      *config.Config // made from
 	bridge   *toolbridge.Bridge
 	apis     *apis.Catalog // nil without APIs
 	apisOnly bool          // the configuration has APIs and no servers
@@ -45,6 +48,13 @@ type Tools struct {
 // nothing. The network decisions of its jailed servers go to w, their
 // starts and failures, in full, to log (nil: nowhere).
 func NewTools(cfg *config.Config, w *audit.Writer, log *slog.Logger) (*Tools, error) {
+	return ReloadTools(nil, cfg, w, log)
+}
+
+// ReloadTools is NewTools for a configuration that replaces the one of
+// from (nil: none): from's servers that cfg keeps as they were
+// (SameServer) are shared, running, and handed over by Commit.
+func ReloadTools(from *Tools, cfg *config.Config, w *audit.Writer, log *slog.Logger) (*Tools, error) {
 	if len(cfg.Servers) == 0 && len(cfg.APIs) == 0 {
 		return nil, nil
 	}
@@ -57,6 +67,9 @@ func NewTools(cfg *config.Config, w *audit.Writer, log *slog.Logger) (*Tools, er
 	}
 	o := toolOptions(cfg, w)
 	o.Logger = log
+	if from != nil {
+		o.From, o.Keep = from.bridge, func(name string) bool { return SameServer(from.cfg, cfg, name) }
+	}
 	b, err := toolbridge.New(o)
 	if err != nil {
 		return nil, err
@@ -64,11 +77,22 @@ func NewTools(cfg *config.Config, w *audit.Writer, log *slog.Logger) (*Tools, er
 	// A request carries its arguments and a little JSON around them.
 	args := cmp.Or(o.Limits.ArgBytes, toolbridge.DefaultArgBytes)
 	calls := cmp.Or(o.Limits.Calls, toolbridge.DefaultCalls)
-	t := &Tools{bridge: b, apis: catalog, apisOnly: len(cfg.Servers) == 0, maxLine: int(args) + 64<<10}
+	t := &Tools{cfg: cfg, bridge: b, apis: catalog, apisOnly: len(cfg.Servers) == 0, maxLine: int(args) + 64<<10}
 	if !t.apisOnly {
 		t.records = calls + moreToolRecords // without servers, no call is made to list
 	}
 	return t, nil
+}
+
+// SameServer says whether server name is configured in b as in a, and so
+// may keep running across a reload from a to b: its section, and what
+// else its instances are made of (sandbox.allow_degraded, for a jailed
+// one; tools.max_result_size, which bounds its messages), unchanged.
+func SameServer(a, b *config.Config, name string) bool {
+	sa, ok := a.Servers[name]
+	sb, ok2 := b.Servers[name]
+	return ok && ok2 && reflect.DeepEqual(sa, sb) &&
+		slices.Equal(a.Sandbox.AllowDegraded, b.Sandbox.AllowDegraded) && a.Tools.MaxResultSize == b.Tools.MaxResultSize
 }
 
 // APIs is the catalog of the configuration's HTTP APIs; nil (an empty
@@ -78,6 +102,14 @@ func (t *Tools) APIs() *apis.Catalog {
 		return nil
 	}
 	return t.apis
+}
+
+// Commit takes over the servers shared with the Tools that ReloadTools
+// replaced: the reload is taken. Without it, Close leaves them running.
+func (t *Tools) Commit() {
+	if t != nil {
+		t.bridge.Commit()
+	}
 }
 
 // Close stops the servers the bridge started.

@@ -172,6 +172,14 @@ type Options struct {
 	// Logger receives the servers' starts and failures; nil discards
 	// them.
 	Logger *slog.Logger
+	// From is the bridge this one replaces, on a reload of the
+	// configuration: each of its servers that Keep says is unchanged is
+	// shared with its instances running, not made anew. It stays From's
+	// until Commit hands it over (then From's Close leaves it to this
+	// bridge; before, this bridge's Close leaves it to From). From goes
+	// on serving the executions that use it until it is closed.
+	From *Bridge
+	Keep func(name string) bool
 }
 
 // Bridge holds the downstream servers of one Crucible process. It is safe
@@ -183,6 +191,13 @@ type Bridge struct {
 	stop    chan struct{} // closed by Close: ends the sweep
 	swept   sync.WaitGroup
 	closing sync.Once
+
+	from     *Bridge            // Options.From, until Commit
+	borrowed map[*endpoint]bool // From's, shared until Commit
+
+	mu     sync.Mutex
+	given  map[*endpoint]bool // handed over to the bridge that replaced this one
+	closed bool               // Close has begun: nothing more is handed over
 }
 
 // New returns a bridge to the servers of o. It starts nothing: each server
@@ -194,6 +209,13 @@ func New(o Options) (*Bridge, error) {
 	}
 	home, _ := os.UserHomeDir()
 	for name, s := range o.Servers {
+		if e := o.From.lend(name, o.Keep); e != nil {
+			if b.borrowed == nil {
+				b.from, b.borrowed = o.From, map[*endpoint]bool{}
+			}
+			b.servers[name], b.borrowed[e] = e, true
+			continue
+		}
 		if why := ServerNameOK(name); why != "" {
 			return nil, fmt.Errorf("tool server %q: the name %s", name, why)
 		}
@@ -218,6 +240,41 @@ func New(o Options) (*Bridge, error) {
 	return b, nil
 }
 
+// lend is b's server name, to share with the bridge that replaces b, if
+// b has it, keep says it is unchanged, and b is not closing; else nil.
+func (b *Bridge) lend(name string, keep func(string) bool) *endpoint {
+	if b == nil || keep == nil || b.servers[name] == nil || !keep(name) {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	return b.servers[name]
+}
+
+// Commit takes over the servers shared with Options.From: from now on
+// this bridge's Close stops them, and From's leaves them. Called when the
+// reload that made this bridge is taken; a bridge never committed leaves
+// them to From.
+func (b *Bridge) Commit() {
+	if b.from == nil {
+		return
+	}
+	b.from.mu.Lock()
+	if b.from.given == nil {
+		b.from.given = map[*endpoint]bool{}
+	}
+	for e := range b.borrowed {
+		b.from.given[e] = true
+	}
+	b.from.mu.Unlock()
+	b.mu.Lock()
+	b.from, b.borrowed = nil, nil
+	b.mu.Unlock()
+}
+
 // sweep closes idle instances until Close.
 func (b *Bridge) sweep() {
 	every := time.Minute
@@ -238,16 +295,22 @@ func (b *Bridge) sweep() {
 	}
 }
 
-// Close stops every server the bridge started and ends its connections; a
-// stdio server has a moment to exit before it is killed. It may be called
-// more than once.
+// Close stops every server the bridge started and ends its connections,
+// but those handed over to a bridge that replaced it and those it shares
+// uncommitted (see Options.From); a stdio server has a moment to exit
+// before it is killed. It may be called more than once.
 func (b *Bridge) Close() {
 	b.closing.Do(func() { close(b.stop) })
 	b.swept.Wait()
+	b.mu.Lock()
+	b.closed = true
 	var wg sync.WaitGroup
 	for _, e := range b.servers {
-		wg.Go(e.close)
+		if !b.given[e] && !b.borrowed[e] {
+			wg.Go(e.close)
+		}
 	}
+	b.mu.Unlock()
 	wg.Wait()
 }
 
