@@ -314,3 +314,17 @@ type Skill struct {
 
 // Kind implements Event.
 func (Skill) Kind() string { return "skill" }
+
+// Reload records a reload of the configuration (SIGHUP, or POST /reload):
+// its result, "ok" or "error" (the old configuration keeps serving), why
+// it was refused, and which tool servers it restarted (their settings
+// changed) and which it stopped (gone from the configuration).
+type Reload struct {
+	Result    string   `json:"result"`
+	Error     string   `json:"error,omitempty"`
+	Restarted []string `json:"restarted,omitempty"`
+	Stopped   []string `json:"stopped,omitempty"`
+}
+
+// Kind implements Event.
+func (Reload) Kind() string { return "reload" }

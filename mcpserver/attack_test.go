@@ -646,7 +646,7 @@ print(n)
 		}
 		return nil
 	})
-	if limit := int64(s.cfg.Sandbox.TmpSize); total > limit {
+	if limit := int64(s.config().Sandbox.TmpSize); total > limit {
 		t.Errorf("a program wrote %d MiB to its workspace; /tmp's bound is %d MiB (stdout %q)", total>>20, limit>>20, out.Stdout)
 	}
 }

@@ -191,8 +191,9 @@ func (s *Server) consoleStatusOf() map[string]any {
 	}
 	var pools []pool
 	var servers []toolbridge.ServerStatus
-	for _, name := range append([]string{""}, s.cfg.ProfileNames()...) {
-		v := s.views[name]
+	g := s.gens.current()
+	for _, name := range append([]string{""}, g.cfg.ProfileNames()...) {
+		v := g.views[name]
 		if v == nil {
 			continue
 		}
@@ -210,7 +211,7 @@ func (s *Server) consoleStatusOf() map[string]any {
 // consoleHandler serves /console and /console/events.
 func (s *Server) consoleHandler(tokens *auth.Tokens) http.Handler {
 	allowed := func(r *http.Request) bool {
-		if s.cfg.Serve.OpsPublic {
+		if s.config().Serve.OpsPublic {
 			return true
 		}
 		if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {

@@ -24,8 +24,8 @@ func TestExecuteOnDeno(t *testing.T) {
 		c.Servers = map[string]config.Server{"ev": ev}
 	}, Options{})
 	cs := connect(t, s)
-	p := s.views[""].poolFor("ts")
-	if p == nil || s.views[""].poolFor("js") != p || s.views[""].poolFor("deno") != p {
+	p := s.gens.current().views[""].poolFor("ts")
+	if p == nil || s.gens.current().views[""].poolFor("js") != p || s.gens.current().views[""].poolFor("deno") != p {
 		t.Fatal("no one pool for ts, js and deno")
 	}
 	if res, out := execute(t, cs, map[string]any{"code": `await Deno.writeTextFile("/workspace/n", "7");

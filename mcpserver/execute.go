@@ -169,7 +169,7 @@ func executeTool(checks bool) (*mcp.Tool, error) {
 // executeHandler runs execute: checks, limits, a workspace, the sandbox,
 // in a run of its own; a 2026-07-28 client's retry that answers an
 // approval takes up the run it names.
-func (s *Server) executeHandler(v *view, stateless bool) mcp.ToolHandlerFor[executeIn, *executeOut] {
+func (s *Server) executeHandler(stateless bool) mcp.ToolHandlerFor[executeIn, *executeOut] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in executeIn) (*mcp.CallToolResult, *executeOut, error) {
 		var r *run
 		if state := req.Params.RequestState; state != "" {
@@ -177,7 +177,7 @@ func (s *Server) executeHandler(v *view, stateless bool) mcp.ToolHandlerFor[exec
 			if r, err = s.approvals.resume(state, clientOf(req), req.Params.InputResponses); err != nil {
 				return nil, nil, err
 			}
-		} else if r = s.start(ctx, v, req, in, stateless); r == nil {
+		} else if r = s.start(ctx, req, in, stateless); r == nil {
 			return nil, nil, errClosing
 		}
 		stop := s.progress(ctx, req)
@@ -206,14 +206,24 @@ func (s *Server) executeHandler(v *view, stateless bool) mcp.ToolHandlerFor[exec
 }
 
 // start runs the execution that req asks for in a goroutine, counted as a
-// call that Close waits for; nil once Close has begun. It ends with ctx,
+// call that Close waits for, under the current configuration, which it
+// holds to its end; nil once Close has begun. It ends with ctx,
 // the call's, only through the handler: a run that asks a 2026-07-28
 // client for an approval outlives the call that began it.
-func (s *Server) start(ctx context.Context, v *view, req *mcp.CallToolRequest, in executeIn, stateless bool) *run {
+func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, in executeIn, stateless bool) *run {
 	if !s.join(&s.calls) {
 		return nil
 	}
 	r := &run{questions: make(chan *question), done: make(chan struct{})}
+	g, release := s.gens.hold()
+	v := g.viewOf(clientOf(req))
+	if v == nil {
+		release()
+		s.calls.Done()
+		r.err = errNoClient
+		close(r.done)
+		return r
+	}
 	// The execution's span, the client's span its parent where the
 	// request's _meta names one; it outlives the call for a 2026-07-28
 	// client that is asked something.
@@ -227,6 +237,7 @@ func (s *Server) start(ctx context.Context, v *view, req *mcp.CallToolRequest, i
 	row := s.console.begin(caller.Client, v.profile, truncate(cmp.Or(in.Language, languages[0].Name), 16))
 	go func() {
 		defer s.calls.Done()
+		defer release() // after the answer: it may close a generation replaced
 		defer cancel()
 		began := time.Now()
 		r.out, r.err = s.execute(rctx, v, req, in, stateless, caller)
@@ -318,12 +329,12 @@ func (s *Server) execute(ctx context.Context, v *view, req *mcp.CallToolRequest,
 	}
 	// The file name that the program's errors call it by.
 	file := "execute" + languages[l].Ext
-	res, err := s.runProgram(ctx, v, ws.Dir, savedSkillsOf(v, client), language, in.Code, file, caller, check)
+	res, err := s.runProgram(ctx, v, ws.Dir, savedSkillsIn(&v.cfg.Serve, client), language, in.Code, file, caller, check)
 	if err != nil {
 		return nil, s.didNotRun(err)
 	}
 	out := newExecuteOut(res, ws.Handle)
-	out.bound(int(s.cfg.Serve.MaxResultOutput))
+	out.bound(int(v.cfg.Serve.MaxResultOutput))
 	return out, nil
 }
 

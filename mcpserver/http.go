@@ -44,14 +44,14 @@ const originHeader = "X-Crucible-Origin"
 // an access token of serve.oauth's issuer, required; Origin checked), and
 // /healthz, /readyz and /metrics.
 func (s *Server) Handler(tokens *auth.Tokens) http.Handler {
-	maxBody := int64(s.cfg.Serve.MaxBody)
-	// Each client gets its profile's view: its tools, its search.
-	sessionful := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.viewOf(requestClient(r)).sessionful }, &mcp.StreamableHTTPOptions{
+	maxBody := int64(s.config().Serve.MaxBody)
+	// Each call takes the caller's view of the configuration current then.
+	sessionful := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.faceOf(requestClient(r)).sessionful }, &mcp.StreamableHTTPOptions{
 		Logger:              s.log,
-		SessionTimeout:      time.Duration(s.cfg.Serve.WorkspaceTTL),
+		SessionTimeout:      time.Duration(s.config().Serve.WorkspaceTTL),
 		MaxRequestBodyBytes: maxBody,
 	})
-	stateless := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.viewOf(requestClient(r)).stateless }, &mcp.StreamableHTTPOptions{
+	stateless := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.faceOf(requestClient(r)).stateless }, &mcp.StreamableHTTPOptions{
 		Logger:                       s.log,
 		Stateless:                    true,
 		MaxRequestBodyBytes:          maxBody,
@@ -107,10 +107,10 @@ func (s *Server) Handler(tokens *auth.Tokens) http.Handler {
 		mux.HandleFunc("GET /oauth/start", s.web.Start)
 		mux.HandleFunc("GET /oauth/callback", s.web.Callback)
 	}
-	if s.cfg.Serve.OAuth.Enabled() {
+	if s.config().Serve.OAuth.Enabled() {
 		// RFC 9728: at the root, and in the path form for the resource.
 		mux.Handle("/.well-known/oauth-protected-resource", s.resourceMetadata())
-		if u := metadataURL(s.cfg.Serve.OAuth.Audience); u != "" {
+		if u := metadataURL(s.config().Serve.OAuth.Audience); u != "" {
 			if p, err := url.Parse(u); err == nil && p.Path != "/.well-known/oauth-protected-resource" {
 				mux.Handle(p.Path, s.resourceMetadata())
 			}
@@ -222,7 +222,7 @@ func serveBounded(l net.Listener, h http.Handler, lim httpLimits) (shutdown func
 // (RFC 9728 §5.1) joins the params, and the scopes needed.
 func (s *Server) challenge(r *http.Request, code string) string {
 	params := []string{`realm="crucible"`}
-	o := s.cfg.Serve.OAuth
+	o := s.config().Serve.OAuth
 	if o.Enabled() {
 		params = append(params, fmt.Sprintf("resource_metadata=%q", metadataURL(o.Audience)))
 	}
@@ -256,7 +256,7 @@ func (s *Server) ops(requireToken func(http.Handler) http.Handler) *http.ServeMu
 		fmt.Fprintln(w, "ok")
 	})
 	guard := func(h http.Handler) http.Handler {
-		if s.cfg.Serve.OpsPublic {
+		if s.config().Serve.OpsPublic {
 			return h
 		}
 		return requireToken(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -266,6 +266,9 @@ func (s *Server) ops(requireToken func(http.Handler) http.Handler) *http.ServeMu
 	}
 	mux.Handle("GET /readyz", guard(http.HandlerFunc(s.ready)))
 	mux.Handle("GET /metrics", guard(s.stats.handler()))
+	// Always behind a token, even with ops_public: it makes the server
+	// do work. (A browser cannot send one unasked.)
+	mux.Handle("POST /reload", requireToken(http.HandlerFunc(s.reloadHandler)))
 	return mux
 }
 
@@ -274,7 +277,7 @@ func (s *Server) ops(requireToken func(http.Handler) http.Handler) *http.ServeMu
 // loopback name (a page on a name that resolves to 127.0.0.1, DNS
 // rebinding, must not reach a local server).
 func (s *Server) checkHost(next http.Handler) http.Handler {
-	allowed := s.cfg.Serve.AllowedHosts
+	allowed := s.config().Serve.AllowedHosts
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ok := true
 		if len(allowed) > 0 {
@@ -320,20 +323,26 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not ready: draining (shutting down once the executions running end)", http.StatusServiceUnavailable)
 		return
 	}
-	for _, p := range s.allPools() {
-		if st := p.Stats(); st.Ready == 0 && st.Warm+st.Cold == 0 {
-			why := "the warm pool of " + strings.Join(p.Languages(), " and ") + " programs is filling"
-			if se := p.Failure(); se != nil {
-				// Operators only: a host path may be in the detail.
-				why = "the sandbox cannot be set up: " + se.Error()
-			}
-			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+	g := s.gens.current()
+	for _, p := range g.pools() {
+		if st := p.Stats(); st.Ready > 0 || st.Warm+st.Cold > 0 {
+			continue
+		}
+		if se := p.Failure(); se != nil {
+			// Operators only: a host path may be in the detail.
+			http.Error(w, "not ready: the sandbox cannot be set up: "+se.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if g.seq == 1 {
+			// At the start the pools fill first; after a reload,
+			// executions run in new jails while they do.
+			http.Error(w, "not ready: the warm pool of "+strings.Join(p.Languages(), " and ")+" programs is filling", http.StatusServiceUnavailable)
 			return
 		}
 	}
 	// What the bridge knows, starting nothing: a probe must not start
 	// servers (for whom? at whose cost?).
-	for _, v := range s.views {
+	for _, v := range g.views {
 		if failing := v.tools.Failing(); len(failing) > 0 {
 			http.Error(w, "not ready: servers failing to start: "+strings.Join(failing, ", "), http.StatusServiceUnavailable)
 			return
@@ -346,7 +355,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 // SDK's own guard checks only Host (DNS rebinding), and a page may post to
 // a local server.
 func (s *Server) checkOrigin(next http.Handler) http.Handler {
-	allowed := s.cfg.Serve.AllowedOrigins
+	allowed := s.config().Serve.AllowedOrigins
 	if len(allowed) == 0 {
 		allowed = []string{"http://localhost", "http://127.0.0.1", "http://[::1]"}
 	}
@@ -431,7 +440,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Hand
 		http.Error(w, "Too Many Requests: "+err.Error(), http.StatusTooManyRequests)
 		return
 	}
-	most := s.cfg.Serve.MaxSessionsPerClient
+	most := s.config().Serve.MaxSessionsPerClient
 	idle, ok := s.sessions.admit(client, most)
 	if !ok {
 		http.Error(w, fmt.Sprintf("Too Many Requests: this client holds %d sessions, the most it may (serve.max_sessions_per_client), and each has a request in flight: retry once one is answered, or end one (DELETE /mcp)", most), http.StatusTooManyRequests)
@@ -454,12 +463,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request, h http.Hand
 		once.Do(func() {
 			var made *session
 			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-				for ss := range s.viewOf(client).sessionful.Sessions() {
-					if ss.ID() == id {
-						made = s.track(ss, client, false)
-						break
-					}
-				}
+				made = s.trackID(id, client)
 			}
 			s.sessions.opened(client, made)
 		})
@@ -500,7 +504,7 @@ func requestClient(r *http.Request) string {
 // it has one (serve's public URL), else r's scheme and Host (which
 // checkHost allowed).
 func (s *Server) origin(r *http.Request) string {
-	if u, err := url.Parse(s.cfg.Serve.OAuth.Audience); err == nil && u.Host != "" {
+	if u, err := url.Parse(s.config().Serve.OAuth.Audience); err == nil && u.Host != "" {
 		return u.Scheme + "://" + u.Host
 	}
 	scheme := "http"

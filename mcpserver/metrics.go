@@ -77,6 +77,23 @@ func newMetrics(servers, clients []string) *metrics {
 	}
 }
 
+// relabel adds servers and clients, a reload's, to the labels the metrics
+// know; those known before stay, with their series.
+func (m *metrics) relabel(servers, clients []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range servers {
+		if !slices.Contains(m.servers, s) {
+			m.servers = append(m.servers, s)
+		}
+	}
+	for _, c := range clients {
+		if !slices.Contains(m.clients, c) {
+			m.clients = append(m.clients, c)
+		}
+	}
+}
+
 // gauge registers a gauge read when scraped.
 func (m *metrics) gauge(name, help string, f func() float64) {
 	m.mu.Lock()

@@ -161,7 +161,7 @@ func TestMetricsScrape(t *testing.T) {
 		t.Errorf("pool misses: %v; want a counter per pooled language: js, py, ts", f)
 	}
 	for _, l := range []string{"ts", "js", "py"} {
-		if got, want := value(fams, "crucible_pool_misses_total", "language", l), s.views[""].poolFor(l).Stats().Misses[l]; got != float64(want) {
+		if got, want := value(fams, "crucible_pool_misses_total", "language", l), s.gens.current().views[""].poolFor(l).Stats().Misses[l]; got != float64(want) {
 			t.Errorf("pool misses of %s: %v, want %d", l, got, want)
 		}
 	}

@@ -27,7 +27,7 @@ func metadataURL(resource string) string {
 
 // resourceMetadata serves the server's Protected Resource Metadata.
 func (s *Server) resourceMetadata() http.Handler {
-	o := s.cfg.Serve.OAuth
+	o := s.config().Serve.OAuth
 	return sdkauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               o.Audience,
 		AuthorizationServers:   []string{o.Issuer},

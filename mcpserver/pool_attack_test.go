@@ -265,8 +265,8 @@ func TestAttackPoolTwoLanguages(t *testing.T) {
 	w := audit.New(&buf)
 	s := ownServer(t, nil, Options{Audit: w})
 	cs := connect(t, s)
-	p := s.views[""].poolFor("ts")
-	if p == nil || s.views[""].poolFor("js") != p {
+	p := s.gens.current().views[""].poolFor("ts")
+	if p == nil || s.gens.current().views[""].poolFor("js") != p {
 		t.Fatal("no one pool for ts and js")
 	}
 	const mark = `await fs.writeTextFile("/tmp/mark", "L"); await fs.writeTextFile("shared", "S");
@@ -341,7 +341,7 @@ func TestAttackBusyPoolSparesRunningProgram(t *testing.T) {
 	if _, out := execute(t, a, map[string]any{"code": "return 1"}); out == nil {
 		t.Fatal("the first call made no workspace")
 	}
-	p := s.views[""].poolFor("ts")
+	p := s.gens.current().views[""].poolFor("ts")
 	deadline := time.Now().Add(30 * time.Second)
 	long := make(chan *mcp.CallToolResult, 1)
 	go func() {

@@ -40,9 +40,16 @@ func searchTool() *mcp.Tool {
 // tools (each is started on first use).
 const listTimeout = 30 * time.Second
 
-// searchHandler answers search_tools from v's tools and APIs alone.
-func (s *Server) searchHandler(v *view) mcp.ToolHandlerFor[searchIn, any] {
+// searchHandler answers search_tools from the tools and APIs of the
+// caller's view alone, in the current configuration.
+func (s *Server) searchHandler() mcp.ToolHandlerFor[searchIn, any] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
+		g, release := s.gens.hold()
+		defer release()
+		v := g.viewOf(clientOf(req))
+		if v == nil {
+			return nil, nil, errNoClient
+		}
 		ctx, span := tracing.Tracer().Start(tracing.FromMeta(ctx, req.Params.Meta), "search_tools", trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("crucible.client", clientOf(req)), attribute.String("mcp.client.name", mcpClientName(req)),
 				attribute.Int("crucible.query_bytes", len(in.Query))))

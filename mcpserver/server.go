@@ -56,26 +56,32 @@ type Options struct {
 	ProgressEvery time.Duration
 	// ReplicaKey is the key of serve.replicas, read: required with it.
 	ReplicaKey []byte
+	// Reread reads the configuration again, for Reload; nil: the
+	// server cannot reload.
+	Reread Reread
 }
 
 // Server is one `crucible serve`: its MCP servers (one per way of being
 // reached) and the state they share.
 type Server struct {
 	o      Options
-	cfg    *config.Config
 	log    *slog.Logger
 	gate   *gate
 	rate   *rateLimiter
 	spaces *workspace.Set
 	stats  *metrics
 
-	// views are what each profile's clients get, by profile; "" is the
-	// whole configuration's (stdio, anonymous tokens, clients without a
-	// profile).
-	views map[string]*view
+	// gens are the configurations: the current one, which every new
+	// execution, search and request takes, and those a reload replaced
+	// whose executions still run (see reload.go).
+	gens generations
+	// faces are the MCP servers that sessions are made on, by what they
+	// offer (faceKey): a session keeps its face across reloads, and its
+	// calls take the current configuration.
+	faces faces
 
 	oauth    *auth.Verifier    // serve.oauth's tokens; nil without
-	web      *serverlogin.Web  // the clients' logins to remote servers; nil without any oauth server
+	web      *serverlogin.Web  // the clients' logins to remote servers
 	console  *console          // what /console shows
 	replicas *replica.Replicas // serve.replicas; nil without
 	// mint makes a new id of a kind ("ws_", "se_", "st_"): with replicas,
@@ -84,6 +90,7 @@ type Server struct {
 	forwards atomic.Int64 // requests forwarded to the replica that owns them
 	draining atomic.Bool  // Drain has begun: no new executions
 	skillMu  sync.Mutex   // held while a client's skill is checked and written
+	reloads  reloads      // how reloads went
 
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
@@ -143,7 +150,7 @@ func New(o Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		o: o, cfg: o.Config, log: log,
+		o: o, log: log,
 		gate:     newGate(sv.MaxConcurrent, time.Duration(sv.BusyWait)),
 		rate:     newRateLimiter(sv.Rate, sv.Burst),
 		spaces:   spaces,
@@ -160,19 +167,19 @@ func New(o Options) (*Server, error) {
 	if o.Config.Serve.OAuth.Enabled() {
 		s.oauth = auth.NewVerifier(ctx, o.Config, log)
 	}
-	for _, sv := range o.Config.Servers {
-		if sv.OAuth != nil {
-			s.web = serverlogin.NewWeb(func(name string) (*serverlogin.Settings, error) { return sandbox.LoginSettings(o.Config, name) })
-			break
-		}
-	}
+	// The login settings of the configuration current when a client's
+	// browser comes back.
+	s.web = serverlogin.NewWeb(func(name string) (*serverlogin.Settings, error) { return sandbox.LoginSettings(s.config(), name) })
 	if replicas != nil {
 		s.stats.counter("crucible_replica_forwards_total", "Requests forwarded to the replica that owns their session, workspace or paused execution.", func() float64 { return float64(s.forwards.Load()) })
 	}
-	if err := s.buildViews(); err != nil {
+	g, err := s.newGeneration(o.Config, o.Tools, o.Secrets, nil)
+	if err != nil {
 		_ = s.Close()
 		return nil, err
 	}
+	s.gens.start(g, s.retire)
+	s.reloads.metrics(s.stats)
 	if sv.Pool > 0 {
 		s.poolMetrics()
 	}
@@ -200,32 +207,12 @@ func newReplicas(sv *config.Serve, key []byte) (*replica.Replicas, error) {
 	return replicas, nil
 }
 
-// buildViews makes the whole configuration's view and each profile's,
-// with their pools and MCP servers.
-func (s *Server) buildViews() error {
-	o := s.o
-	s.views = map[string]*view{"": {cfg: o.Config, tools: o.Tools, secrets: o.Secrets}}
-	for _, name := range o.Config.ProfileNames() {
-		v, err := s.profileView(name)
-		if err != nil {
-			return err
-		}
-		s.views[name] = v
-	}
-	for _, v := range s.views {
-		if err := s.build(v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // poolMetrics are the warm pools' gauges and counters, over every view.
 func (s *Server) poolMetrics() {
 	poolCount := func(f func(sandbox.PoolStats) int64) func() float64 {
 		return func() float64 {
-			var n int64
-			for _, p := range s.allPools() {
+			n := f(s.gens.closedPools())
+			for _, p := range s.gens.pools() {
 				n += f(p.Stats())
 			}
 			return float64(n)
@@ -236,7 +223,10 @@ func (s *Server) poolMetrics() {
 	s.stats.counter("crucible_pool_cold_total", "Executions that waited for their jail to be built, or to finish starting.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
 	s.stats.counterBy("crucible_pool_misses_total", "Executions that found no warm jail of their language ready, by language.", "language", func() map[string]float64 {
 		m := map[string]float64{}
-		for _, p := range s.allPools() {
+		for l, n := range s.gens.closedPools().Misses {
+			m[l] += float64(n)
+		}
+		for _, p := range s.gens.pools() {
 			for _, l := range p.Languages() {
 				m[l] += 0 // every language, before its first miss
 			}
@@ -280,14 +270,15 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.approvals.drop()
 	s.calls.Wait()
-	for _, p := range s.allPools() {
-		p.Close()
+	// Every execution has ended, and so each generation but the current
+	// one has been closed, or is being closed (wg).
+	g := s.gens.end()
+	if g != nil { // nil when New failed
+		g.closePools()
 	}
 	s.wg.Wait()
-	for _, v := range s.views {
-		if v.owned {
-			v.tools.Close()
-		}
+	if g != nil {
+		g.closeTools(false)
 	}
 	return s.spaces.Close()
 }
@@ -341,42 +332,50 @@ func otherLanguages() string {
 	return orList(q)
 }
 
-// newMCP makes one of the MCP faces of view v with its tools.
-func (s *Server) newMCP(v *view, stateless bool) (*mcp.Server, error) {
+// instructionsOf are the instructions a session of cfg's is given.
+func instructionsOf(cfg *config.Config) string {
 	ins := instructions
-	if sandbox.Engine(v.cfg) == config.EngineDeno {
+	if sandbox.Engine(cfg) == config.EngineDeno {
 		ins += "\n\n" + denoInstructions
-		if v.cfg.Serve.TypeCheck {
+		if cfg.Serve.TypeCheck {
 			ins += " Each program is type-checked against the tools' declarations before it runs (check: false skips it); one that does not pass does not run, and its TypeCheckError lists each mistake."
 		} else {
 			ins += " execute's check: true type-checks a program against the tools' declarations before it runs; one that does not pass does not run, and its TypeCheckError lists each mistake."
 		}
 	}
-	if v.cfg.Serve.Skills != "" {
+	if cfg.Serve.Skills != "" {
 		ins += "\n\nSkills: reusable programs, listed as resources skill://NAME; import them as `import { f } from \"/skills/NAME.ts\"` (Python: `import NAME`)."
-		if v.cfg.Serve.SkillsWritable {
+		if cfg.Serve.SkillsWritable {
 			ins += " save_skill keeps a program of yours as one, for your programs alone."
 		}
 	}
-	so := &mcp.ServerOptions{Instructions: ins, Logger: s.log}
+	return ins
+}
+
+// newMCP makes an MCP server of face k, for sessions (stateless false:
+// stdio and 2025-11-25 HTTP sessions, whose executions share a workspace)
+// or for 2026-07-28 requests (stateless). Its handlers take the
+// configuration current at each call, and the caller's view in it.
+func (s *Server) newMCP(cfg *config.Config, k faceKey, stateless bool) (*mcp.Server, error) {
+	so := &mcp.ServerOptions{Instructions: k.instructions, Logger: s.log}
 	if s.replicas != nil {
 		// The session's id names this replica: any other forwards its
 		// requests here.
 		so.GetSessionID = func() string { return s.mint("se_") }
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crucible", Title: "Crucible", Version: s.o.Version}, so)
-	et, err := executeTool(sandbox.CanTypeCheck(v.cfg, lang.TypeScript) == nil)
+	et, err := executeTool(k.check)
 	if err != nil {
 		return nil, err
 	}
-	if err := addTool(s, srv, et, s.executeHandler(v, stateless)); err != nil {
+	if err := addTool(s, srv, et, s.executeHandler(stateless)); err != nil {
 		return nil, err
 	}
-	if err := addTool(s, srv, searchTool(), s.searchHandler(v)); err != nil {
+	if err := addTool(s, srv, searchTool(), s.searchHandler()); err != nil {
 		return nil, err
 	}
-	if v.cfg.Serve.Skills != "" {
-		if err := s.addSkills(v, srv); err != nil {
+	if sv := &cfg.Serve; sv.Skills != "" {
+		if err := s.addSkills(sv, srv); err != nil {
 			return nil, err
 		}
 	}
@@ -426,20 +425,15 @@ func (v *view) poolFor(language string) *sandbox.Pool {
 }
 
 // view is what the clients of one profile get: the configuration narrowed
-// to the profile, its tools, its secrets and its warm jails, and the MCP
-// servers that offer them. A client calls nothing, and sees nothing in a
+// to the profile, its tools, its secrets and its warm jails. A client calls nothing, and sees nothing in a
 // search or a listing, that its view does not hold.
 type view struct {
 	profile string // "" for the whole configuration's
 	cfg     *config.Config
 	tools   *sandbox.Tools
 	secrets *sandbox.Secrets
-	owned   bool // tools were made for the view: Close closes them
-
-	// sessionful serves stdio and 2025-11-25 HTTP sessions: a session's
-	// executions share its workspace. stateless serves 2026-07-28
-	// requests: each execution without a handle gets a fresh workspace.
-	sessionful, stateless *mcp.Server
+	owned   bool  // tools were made for the view: Close closes them
+	face    *face // the MCP servers its clients' new sessions are made on
 
 	// pools keep warm jails, one pool per worker (the engine's, for ts
 	// and js; Python's), serve.pool of them each: every execution in their
@@ -447,22 +441,23 @@ type view struct {
 	pools []*sandbox.Pool
 }
 
-// profileView makes the view of profile name: its configuration, and the
-// tools and secrets read for it alone.
-func (s *Server) profileView(name string) (*view, error) {
-	cfg := s.cfg.ForProfile(name)
-	secrets, err := sandbox.LoadSecrets(cfg)
+// profileView makes the view of profile name of cfg: its configuration,
+// and the tools and secrets read for it alone; from is the view it
+// replaces, if any, whose unchanged tool servers it takes over.
+func (s *Server) profileView(cfg *config.Config, name string, from *view) (*view, error) {
+	pcfg := cfg.ForProfile(name)
+	secrets, err := sandbox.LoadSecrets(pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("profiles.%s: %w", name, err)
 	}
-	tools, err := sandbox.NewTools(cfg, s.o.Audit, s.log)
+	tools, err := sandbox.ReloadTools(from.toolsOf(), pcfg, s.o.Audit, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("profiles.%s: %w", name, err)
 	}
-	return &view{profile: name, cfg: cfg, tools: tools, secrets: secrets, owned: true}, nil
+	return &view{profile: name, cfg: pcfg, tools: tools, secrets: secrets, owned: true}, nil
 }
 
-// build makes v's warm pools and MCP servers.
+// build makes v's warm pools, which fill in the background.
 func (s *Server) build(v *view) error {
 	if err := sandbox.CheckEngine(v.cfg); err != nil {
 		return err
@@ -470,8 +465,7 @@ func (s *Server) build(v *view) error {
 	if err := sandbox.CanTypeCheck(v.cfg, lang.TypeScript); v.cfg.Serve.TypeCheck && err != nil {
 		return fmt.Errorf("serve.typecheck: %w", err)
 	}
-	sv := &s.cfg.Serve
-	if sv.Pool > 0 {
+	if sv := &v.cfg.Serve; sv.Pool > 0 {
 		for _, l := range sandbox.PoolLanguages(v.cfg) {
 			if _, err := sandbox.Program(v.cfg, l, nil, "-"); err != nil {
 				// Its runtime is missing (python3): its jails would never
@@ -490,27 +484,13 @@ func (s *Server) build(v *view) error {
 			v.pools = append(v.pools, p)
 		}
 	}
-	var err error
-	if v.sessionful, err = s.newMCP(v, false); err == nil {
-		v.stateless, err = s.newMCP(v, true)
-	}
-	return err
+	return nil
 }
 
-// allPools are every view's pools.
-func (s *Server) allPools() []*sandbox.Pool {
-	var out []*sandbox.Pool
-	for _, v := range s.views {
-		out = append(out, v.pools...)
+// toolsOf is v's tools; nil for a nil v.
+func (v *view) toolsOf() *sandbox.Tools {
+	if v == nil {
+		return nil
 	}
-	return out
-}
-
-// viewOf is the view of client: its profile's, else the whole
-// configuration's.
-func (s *Server) viewOf(client string) *view {
-	if v := s.views[s.cfg.ProfileOf(client)]; v != nil {
-		return v
-	}
-	return s.views[""]
+	return v.tools
 }

@@ -610,7 +610,7 @@ func TestCancel(t *testing.T) {
 	}
 
 	// The pools' jails served the fresh workspaces.
-	if st := s.views[""].poolFor("ts").Stats(); st.Warm+st.Cold == 0 {
+	if st := s.gens.current().views[""].poolFor("ts").Stats(); st.Warm+st.Cold == 0 {
 		t.Errorf("no execution ran on the pool: %+v", st)
 	}
 }
@@ -650,7 +650,7 @@ func TestProgress(t *testing.T) {
 // waitReady waits until the pool of language has a jail ready.
 func waitReady(t *testing.T, s *Server, language string) {
 	t.Helper()
-	p := s.views[""].poolFor(language)
+	p := s.gens.current().views[""].poolFor(language)
 	for end := time.Now().Add(time.Minute); p.Stats().Ready == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("the %s pool had no jail ready in a minute", language)
@@ -704,7 +704,7 @@ func TestEveryCallWarm(t *testing.T) {
 	if out == nil || string(out.Result) != `"handle"` {
 		t.Errorf("stateless, with the handle: %+v", out)
 	}
-	ts, py := s.views[""].poolFor("ts").Stats(), s.views[""].poolFor("py").Stats()
+	ts, py := s.gens.current().views[""].poolFor("ts").Stats(), s.gens.current().views[""].poolFor("py").Stats()
 	if ts.Cold != 0 || py.Cold != 0 || ts.Warm != 6 || py.Warm != 2 {
 		t.Errorf("pools served ts %+v, py %+v; want 6 and 2 executions, every one warm", ts, py)
 	}

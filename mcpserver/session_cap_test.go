@@ -179,8 +179,10 @@ func waitInFlight(t *testing.T, s *Server, token string, n int) {
 // countSessions counts the sessions the server's SDK holds.
 func countSessions(s *Server) int {
 	n := 0
-	for range s.views[""].sessionful.Sessions() {
-		n++
+	for _, srv := range s.sessionful() {
+		for range srv.Sessions() {
+			n++
+		}
 	}
 	return n
 }

@@ -101,6 +101,19 @@ func (s *Server) track(ss *mcp.ServerSession, client string, inCall bool) *sessi
 	return se
 }
 
+// trackID tracks the session of id just made over HTTP, of client, on
+// whichever face it was made; nil if none holds it (it ended already).
+func (s *Server) trackID(id, client string) *session {
+	for _, srv := range s.sessionful() {
+		for ss := range srv.Sessions() {
+			if ss.ID() == id {
+				return s.track(ss, client, false)
+			}
+		}
+	}
+	return nil
+}
+
 // forget drops se, which has ended, and returns the workspaces made for it.
 func (r *sessions) forget(se *session) []string {
 	r.mu.Lock()

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cruciblehq/crucible/audit"
+	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/toolbridge"
 )
 
@@ -99,8 +100,8 @@ func readSkill(dir, name string) ([]byte, error) {
 // addSkills lists the skills as resources of srv, and, when writable,
 // offers the tools that change a client's own, and lists each client's
 // own to it.
-func (s *Server) addSkills(v *view, srv *mcp.Server) error {
-	dir := v.cfg.Serve.Skills
+func (s *Server) addSkills(sv *config.Serve, srv *mcp.Server) error {
+	dir := sv.Skills
 	names, err := listSkills(dir)
 	if err != nil {
 		return fmt.Errorf("serve.skills: %w", err)
@@ -114,20 +115,22 @@ func (s *Server) addSkills(v *view, srv *mcp.Server) error {
 			return readSkillResource(dir, n, req.Params.URI)
 		})
 	}
-	if !v.cfg.Serve.SkillsWritable {
+	if !sv.SkillsWritable {
 		return nil
 	}
 	// Made now, private to serve's user: a directory that cannot be made
 	// is the operator's to hear of at the start, not a client's at its
 	// first save.
-	if err := os.MkdirAll(v.cfg.Serve.SavedSkillsDir(), 0o700); err != nil {
+	if err := os.MkdirAll(sv.SavedSkillsDir(), 0o700); err != nil {
 		return fmt.Errorf("serve.saved_skills: %w", err)
 	}
+	// The skills settings of the caller's view at each call: a reload
+	// may have moved it.
 	save := func(ctx context.Context, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
-		return s.saveSkill(ctx, v, req, in)
+		return s.saveSkill(ctx, s.serveOf(clientOf(req)), req, in)
 	}
 	del := func(ctx context.Context, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
-		return s.deleteSkill(ctx, v, req, in)
+		return s.deleteSkill(ctx, s.serveOf(clientOf(req)), req, in)
 	}
 	if err := addTool(s, srv, saveSkillTool(), save); err != nil {
 		return err
@@ -135,14 +138,14 @@ func (s *Server) addSkills(v *view, srv *mcp.Server) error {
 	if err := addTool(s, srv, deleteSkillTool(), del); err != nil {
 		return err
 	}
-	srv.AddReceivingMiddleware(ownSkills(v))
+	srv.AddReceivingMiddleware(s.ownSkills())
 	return nil
 }
 
 // ownSkills adds the caller's own skills to the resources that
 // resources/list gives it, and serves them to its resources/read: no
 // other client sees them.
-func ownSkills(v *view) mcp.Middleware {
+func (s *Server) ownSkills() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -152,7 +155,7 @@ func ownSkills(v *view) mcp.Middleware {
 					break
 				}
 				name, ok := strings.CutPrefix(p.URI, "skill://")
-				own := savedSkillsOf(v, clientOfExtra(req.GetExtra()))
+				own := s.savedSkillsOf(clientOfExtra(req.GetExtra()))
 				if ok && skillName().MatchString(name) && own != "" {
 					if res, err := readSkillResource(own, name, skillURI(name)); err == nil {
 						return res, nil
@@ -161,7 +164,7 @@ func ownSkills(v *view) mcp.Middleware {
 			case "resources/list":
 				res, err := next(ctx, method, req)
 				if lr, ok := res.(*mcp.ListResourcesResult); ok && err == nil && lr.NextCursor == "" {
-					lr.Resources = withOwnSkills(lr.Resources, savedSkillsOf(v, clientOfExtra(req.GetExtra())))
+					lr.Resources = withOwnSkills(lr.Resources, s.savedSkillsOf(clientOfExtra(req.GetExtra())))
 				}
 				return res, err
 			}
@@ -194,11 +197,16 @@ func withOwnSkills(rs []*mcp.Resource, own string) []*mcp.Resource {
 
 // savedSkillsOf is the directory of client's saved skills in view v, if
 // its skills are writable and the client has saved some; else "".
-func savedSkillsOf(v *view, client string) string {
-	if !v.cfg.Serve.SkillsWritable {
+func (s *Server) savedSkillsOf(client string) string {
+	return savedSkillsIn(s.serveOf(client), client)
+}
+
+// savedSkillsIn is savedSkillsOf, as sv says.
+func savedSkillsIn(sv *config.Serve, client string) string {
+	if !sv.SkillsWritable {
 		return ""
 	}
-	dir := clientSkillsDir(v.cfg.Serve.SavedSkillsDir(), client)
+	dir := clientSkillsDir(sv.SavedSkillsDir(), client)
 	if _, err := os.Stat(dir); err != nil {
 		return ""
 	}
@@ -290,7 +298,7 @@ func operators(dir, name string) string {
 // quota says why the client whose saved skills are in own may not hold
 // one more skill of n bytes in place of the one named name, or "".
 // s.skillMu is held.
-func (s *Server) quota(v *view, own, name string, n int) string {
+func (s *Server) quota(sv *config.Serve, own, name string, n int) string {
 	count, bytes := 1, n
 	names, _ := listSkills(own) // none yet: no directory
 	for _, o := range names {
@@ -299,7 +307,6 @@ func (s *Server) quota(v *view, own, name string, n int) string {
 			bytes += int(fi.Size())
 		}
 	}
-	sv := &v.cfg.Serve
 	switch {
 	case count > sv.SkillsPerClient:
 		return fmt.Sprintf("this client has saved %d skills, the most it may (serve.skills_per_client): delete one first", sv.SkillsPerClient)
@@ -309,8 +316,8 @@ func (s *Server) quota(v *view, own, name string, n int) string {
 	return ""
 }
 
-// saveSkill saves a skill of the caller's own in view v.
-func (s *Server) saveSkill(_ context.Context, v *view, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
+// saveSkill saves a skill of the caller's own, as sv says.
+func (s *Server) saveSkill(_ context.Context, sv *config.Serve, req *mcp.CallToolRequest, in saveSkillIn) (*mcp.CallToolResult, any, error) {
 	desc := strings.TrimSpace(in.Description)
 	switch {
 	case !skillName().MatchString(in.Name):
@@ -324,15 +331,18 @@ func (s *Server) saveSkill(_ context.Context, v *view, req *mcp.CallToolRequest,
 	if err := s.rate.allow(client); err != nil {
 		return nil, nil, err
 	}
+	if !sv.SkillsWritable {
+		return nil, nil, errSkillsReadOnly
+	}
 	comment := "// "
 	if filepath.Ext(in.Name) == ".py" {
 		comment = "# "
 	}
 	src := []byte(comment + desc + "\n" + in.Code)
-	own := clientSkillsDir(v.cfg.Serve.SavedSkillsDir(), client)
+	own := clientSkillsDir(sv.SavedSkillsDir(), client)
 	s.skillMu.Lock()
 	defer s.skillMu.Unlock()
-	if why := cmp.Or(operators(v.cfg.Serve.Skills, in.Name), s.quota(v, own, in.Name, len(src))); why != "" {
+	if why := cmp.Or(operators(sv.Skills, in.Name), s.quota(sv, own, in.Name, len(src))); why != "" {
 		return nil, nil, errors.New(why)
 	}
 	if err := writeSkill(own, in.Name, src); err != nil {
@@ -345,8 +355,8 @@ func (s *Server) saveSkill(_ context.Context, v *view, req *mcp.CallToolRequest,
 	}}}, nil, nil
 }
 
-// deleteSkill deletes a skill of the caller's own in view v.
-func (s *Server) deleteSkill(_ context.Context, v *view, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
+// deleteSkill deletes a skill of the caller's own, as sv says.
+func (s *Server) deleteSkill(_ context.Context, sv *config.Serve, req *mcp.CallToolRequest, in deleteSkillIn) (*mcp.CallToolResult, any, error) {
 	if !skillName().MatchString(in.Name) {
 		return nil, nil, fmt.Errorf("name %q is not a skill name", truncate(in.Name, 80))
 	}
@@ -354,14 +364,17 @@ func (s *Server) deleteSkill(_ context.Context, v *view, req *mcp.CallToolReques
 	if err := s.rate.allow(client); err != nil {
 		return nil, nil, err
 	}
-	own := clientSkillsDir(v.cfg.Serve.SavedSkillsDir(), client)
+	if !sv.SkillsWritable {
+		return nil, nil, errSkillsReadOnly
+	}
+	own := clientSkillsDir(sv.SavedSkillsDir(), client)
 	s.skillMu.Lock()
 	defer s.skillMu.Unlock()
 	// unlink, not os.Remove: a directory named like a skill is no skill,
 	// and is left alone.
 	err := syscall.Unlink(filepath.Join(own, in.Name))
 	if errors.Is(err, fs.ErrNotExist) {
-		if why := operators(v.cfg.Serve.Skills, in.Name); why != "" {
+		if why := operators(sv.Skills, in.Name); why != "" {
 			return nil, nil, errors.New(why)
 		}
 	}
@@ -370,6 +383,20 @@ func (s *Server) deleteSkill(_ context.Context, v *view, req *mcp.CallToolReques
 	}
 	_ = s.o.Audit.Log(audit.Skill{Op: "delete", Name: in.Name, Client: client})
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Deleted."}}}, nil, nil
+}
+
+// errSkillsReadOnly answers a save or a delete of a client whose skills a
+// reload made read-only (its session was made before).
+var errSkillsReadOnly = errors.New("this client may not save or delete skills any more (serve.skills_writable, or its profile's skills.writable)")
+
+// serveOf is the serve settings of client's view in the current
+// configuration (a profile's skills are its own); for a client it does
+// not know, settings of no skills.
+func (s *Server) serveOf(client string) *config.Serve {
+	if v := s.gens.current().viewOf(client); v != nil {
+		return &v.cfg.Serve
+	}
+	return &config.Serve{}
 }
 
 // skillError says why skill name could not be read or deleted (what), by

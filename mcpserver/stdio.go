@@ -22,19 +22,19 @@ import (
 // read from it are answered first: a client may send its last request and
 // close its end at once.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	maxLine := int(s.cfg.Serve.MaxBody)
+	maxLine := int(s.config().Serve.MaxBody)
 	// A call ends within this: an execution waits busy_wait at most for
 	// a place, then runs sandbox.timeout at most; the minute is for its
 	// jail to be made and torn down.
-	drain := time.Duration(s.cfg.Serve.BusyWait) + time.Duration(s.cfg.Sandbox.Timeout) + time.Minute
+	drain := time.Duration(s.config().Serve.BusyWait) + time.Duration(s.config().Sandbox.Timeout) + time.Minute
 	guard := newStdioGuard(ctx, in, out, maxLine, drain)
-	return s.views[""].sessionful.Run(ctx, &mcp.IOTransport{Reader: guard, Writer: sdkWriter{guard}, MaxLineLength: maxLine})
+	return s.faceOf("stdio").sessionful.Run(ctx, &mcp.IOTransport{Reader: guard, Writer: sdkWriter{guard}, MaxLineLength: maxLine})
 }
 
 // ServeTransport serves one client on t (a test's in-memory transport, or
 // any other), as ServeStdio does.
 func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
-	return s.views[""].sessionful.Run(ctx, t)
+	return s.faceOf("stdio").sessionful.Run(ctx, t)
 }
 
 // maxDepth bounds how deeply one JSON-RPC message over stdio may nest.

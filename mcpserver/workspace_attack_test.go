@@ -91,7 +91,7 @@ crucible.result = " ".join(seen)`
 			}
 		}
 	}
-	if st := s.views[""].poolFor("ts").Stats(); st.Warm+st.Cold != 12 {
+	if st := s.gens.current().views[""].poolFor("ts").Stats(); st.Warm+st.Cold != 12 {
 		t.Errorf("the ts pool ran %+v, want all 12 TypeScript programs", st)
 	}
 }

@@ -34,6 +34,10 @@ else serve.token (or one of serve.tokens) from the config; with neither,
 serve makes a token and prints it once on stderr, which it refuses to do
 for an address that is not loopback.
 
+SIGHUP (or POST /reload with a token) reads the config file again and
+serves it from the next execution on; a file that does not load, or
+that changes what only a restart can, is refused and the old one serves.
+
 Flags:
 `
 
@@ -65,7 +69,7 @@ func runServe(ctx context.Context, args []string, env Env) int {
 	}
 	fmt.Fprintf(env.Stderr, "crucible serve: %s; serving %s\n", src, servers)
 	fmt.Fprintf(env.Stderr, "crucible serve: %s\n", sandbox.EngineNote(cfg))
-	p, err := prepareServe(cfg, *httpAddr, env)
+	p, err := prepareServe(cfg, *httpAddr, *metricsAddr, env)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -110,11 +114,14 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		return fail("%v", err)
 	}
 	defer tools.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, ReplicaKey: p.replicaKey})
+	srv, err := mcpserver.New(mcpserver.Options{Config: cfg, Audit: aw, Tools: tools, Secrets: secrets, Logger: log, Version: Version, ReplicaKey: p.replicaKey,
+		Reread: p.reread(*cfgFile, *httpAddr, *metricsAddr, env)})
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer func() { _ = srv.Close() }() // stops the executions, deletes the workspaces
+	stopReloads := reloadOnHUP(srv, env)
+	defer stopReloads()
 	// A client that dies leaves a broken pipe on stdout (and a log reader
 	// that dies, on stderr), and Go ends a process that writes to one on
 	// fd 1 or 2 with SIGPIPE, before the deferred Close removes the jails
@@ -126,7 +133,7 @@ func runServe(ctx context.Context, args []string, env Env) int {
 	defer signal.Stop(sigpipe)
 
 	if *httpAddr == "" {
-		return serveStdio(ctx, srv, cfg, p.clients, *metricsAddr, env, fail)
+		return serveStdio(ctx, srv, *metricsAddr, p, env, fail)
 	}
 	stop, err := listen(ctx, *httpAddr, srv.Handler(p.tokens), env)
 	if err != nil {
@@ -140,32 +147,24 @@ func runServe(ctx context.Context, args []string, env Env) int {
 
 // served is what serve checks and reads of cfg before it builds anything.
 type served struct {
-	clients    map[string]string // the clients' tokens, by name
-	tokens     *auth.Tokens      // over HTTP: the anonymous tokens and the clients'
+	// tokens are the anonymous tokens and the clients': of /mcp over
+	// HTTP (httpAddr), else of the ops endpoints of stdio's --metrics
+	// (none with serve.ops_public); nil with neither.
+	tokens     *auth.Tokens
+	made       string // the anonymous token serve made and printed, if any: a reload keeps it
 	replicaKey []byte
 }
 
 // prepareServe checks cfg for serve, over HTTP at httpAddr ("" for
-// stdio), and reads its clients, tokens and replica key.
-func prepareServe(cfg *config.Config, httpAddr string, env Env) (*served, error) {
-	if err := sandbox.CheckConfig(cfg); err != nil {
-		return nil, err
-	}
-	clients, err := auth.LoadClients(cfg)
+// stdio, whose ops endpoints are at metricsAddr, if any), and reads its
+// clients, tokens and replica key.
+func prepareServe(cfg *config.Config, httpAddr, metricsAddr string, env Env) (*served, error) {
+	p := &served{}
+	tokens, err := p.readTokens(cfg, httpAddr, metricsAddr, env)
 	if err != nil {
 		return nil, err
 	}
-	p := &served{clients: clients}
-	if httpAddr != "" {
-		anon, err := anonymousTokens(cfg, httpAddr, env)
-		if err != nil {
-			return nil, err
-		}
-		p.tokens = auth.New(anon, clients)
-		if name := p.tokens.Shared(); name != "" {
-			return nil, fmt.Errorf("an anonymous token (CRUCIBLE_TOKEN, serve.token or serve.tokens) is clients.%s's token too: which would it be? Give each its own", name)
-		}
-	}
+	p.tokens = tokens
 	if cfg.Serve.Replicas.Enabled() {
 		if httpAddr == "" {
 			return nil, errors.New("serve.replicas: the replicas serve each other's clients over HTTP: add --http ADDR")
@@ -177,19 +176,99 @@ func prepareServe(cfg *config.Config, httpAddr string, env Env) (*served, error)
 	return p, nil
 }
 
-// serveStdio serves srv over stdio, and its /healthz, /readyz and
-// /metrics at metricsAddr if given, until stdin ends or ctx does.
-func serveStdio(ctx context.Context, srv *mcpserver.Server, cfg *config.Config, clients map[string]string, metricsAddr string, env Env, fail func(string, ...any) int) int {
-	if metricsAddr != "" {
-		var anon []string
-		if !cfg.Serve.OpsPublic {
-			// /readyz and /metrics want a token, as over HTTP.
-			var err error
-			if anon, err = anonymousTokens(cfg, metricsAddr, env); err != nil {
-				return fail("--metrics: %v (or let anyone read them: serve.ops_public: true)", err)
+// readTokens checks cfg and reads the tokens of its clients and the
+// anonymous ones of the address the tokens guard (httpAddr's, else
+// metricsAddr's); an anonymous token made is made once, and kept by a
+// reload.
+func (p *served) readTokens(cfg *config.Config, httpAddr, metricsAddr string, env Env) (*auth.Tokens, error) {
+	if err := sandbox.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	clients, err := auth.LoadClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	addr, what := httpAddr, ""
+	if addr == "" {
+		addr, what = metricsAddr, "--metrics: "
+	}
+	if addr == "" || (httpAddr == "" && cfg.Serve.OpsPublic) {
+		return nil, nil
+	}
+	anon, made, err := auth.Anonymous(cfg, addr, mcpserver.Loopback(addr))
+	if err != nil {
+		if httpAddr == "" {
+			err = fmt.Errorf("%w (or let anyone read them: serve.ops_public: true)", err)
+		}
+		return nil, fmt.Errorf("%s%w", what, err)
+	}
+	if made != "" {
+		if p.made == "" {
+			p.made = made
+			fmt.Fprintf(env.Stderr, "crucible serve: clients must send \"Authorization: Bearer %s\" (set CRUCIBLE_TOKEN to choose it)\n", made)
+		}
+		anon = []string{p.made}
+	}
+	tokens := auth.New(anon, clients)
+	if name := tokens.Shared(); name != "" {
+		return nil, fmt.Errorf("an anonymous token (CRUCIBLE_TOKEN, serve.token or serve.tokens) is clients.%s's token too: which would it be? Give each its own", name)
+	}
+	return tokens, nil
+}
+
+// reread is how serve reads its configuration again for a reload, from
+// where it read it at the start: checked as then, with its tokens, taken
+// once the server has taken the rest.
+func (p *served) reread(cfgFile, httpAddr, metricsAddr string, env Env) mcpserver.Reread {
+	return func() (*config.Config, func(), error) {
+		cfg, _, err := loadConfig(cfgFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		tokens, err := p.readTokens(cfg, httpAddr, metricsAddr, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cfg, func() {
+			if p.tokens != nil {
+				p.tokens.Set(tokens)
+			}
+		}, nil
+	}
+}
+
+// reloadOnHUP reloads srv's configuration at each SIGHUP, saying on
+// stderr how it went, until stop.
+func reloadOnHUP(srv *mcpserver.Server, env Env) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				restarted, stopped, err := srv.Reload()
+				if err != nil {
+					fmt.Fprintf(env.Stderr, "crucible serve: reload refused, the configuration before it keeps serving: %v\n", err)
+					continue
+				}
+				fmt.Fprintf(env.Stderr, "crucible serve: %s\n", mcpserver.ReloadSummary(restarted, stopped))
 			}
 		}
-		stop, err := listen(ctx, metricsAddr, srv.OpsHandler(auth.New(anon, clients)), env)
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
+}
+
+// serveStdio serves srv over stdio, and its /healthz, /readyz and
+// /metrics at metricsAddr if given, until stdin ends or ctx does.
+func serveStdio(ctx context.Context, srv *mcpserver.Server, metricsAddr string, p *served, env Env, fail func(string, ...any) int) int {
+	if metricsAddr != "" {
+		stop, err := listen(ctx, metricsAddr, srv.OpsHandler(p.tokens), env)
 		if err != nil {
 			return fail("--metrics: %v", err)
 		}
@@ -224,16 +303,6 @@ func drain(srv *mcpserver.Server, timeout time.Duration, env Env) {
 	if n := srv.Drain(ctx); n > 0 {
 		fmt.Fprintf(env.Stderr, "crucible serve: %d executions still running are stopped\n", n)
 	}
-}
-
-// anonymousTokens are the anonymous bearer tokens of a server on addr
-// (auth.Anonymous); one made now is printed, once.
-func anonymousTokens(cfg *config.Config, addr string, env Env) ([]string, error) {
-	tokens, made, err := auth.Anonymous(cfg, addr, mcpserver.Loopback(addr))
-	if made != "" {
-		fmt.Fprintf(env.Stderr, "crucible serve: clients must send \"Authorization: Bearer %s\" (set CRUCIBLE_TOKEN to choose it)\n", made)
-	}
-	return tokens, err
 }
 
 // listen serves h on addr until ctx ends or stop is called.

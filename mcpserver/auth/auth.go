@@ -17,6 +17,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync/atomic"
 
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/randomid"
@@ -27,8 +28,10 @@ import (
 // with its client's name ("" for an anonymous one). A token presented is
 // hashed and compared with every digest in constant time: the time taken
 // tells neither its length, nor how much of it is right, nor which token
-// it is. A nil *Tokens takes none.
-type Tokens struct {
+// it is. A nil *Tokens takes none. A reload replaces them (Set).
+type Tokens struct{ set atomic.Pointer[tokenSet] }
+
+type tokenSet struct {
 	known  []knownToken
 	shared string // a named client whose token is anonymous too
 }
@@ -41,7 +44,7 @@ type knownToken struct {
 // New are the anonymous tokens anon and the named clients' tokens, by
 // name.
 func New(anon []string, named map[string]string) *Tokens {
-	ts := &Tokens{}
+	ts := &tokenSet{}
 	for _, t := range anon {
 		ts.known = append(ts.known, knownToken{digest: sha256.Sum256([]byte(t))})
 	}
@@ -51,8 +54,13 @@ func New(anon []string, named map[string]string) *Tokens {
 			ts.shared = name
 		}
 	}
-	return ts
+	out := &Tokens{}
+	out.set.Store(ts)
+	return out
 }
+
+// Set makes ts take the tokens of other from now on.
+func (ts *Tokens) Set(other *Tokens) { ts.set.Store(other.set.Load()) }
 
 // Client returns the client of token if it is one of ts: its name, or, for
 // an anonymous token, part of its digest, so that no token is kept in the
@@ -61,23 +69,24 @@ func (ts *Tokens) Client(token string) (string, bool) {
 	if ts == nil {
 		return "", false
 	}
+	known := ts.set.Load().known
 	d := sha256.Sum256([]byte(token))
 	match := -1
-	for i := range ts.known {
-		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], ts.known[i].digest[:]), i, match)
+	for i := range known {
+		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], known[i].digest[:]), i, match)
 	}
 	if match < 0 {
 		return "", false
 	}
-	if n := ts.known[match].name; n != "" {
+	if n := known[match].name; n != "" {
 		return n, true
 	}
-	return "token:" + hex.EncodeToString(ts.known[match].digest[:8]), true
+	return "token:" + hex.EncodeToString(known[match].digest[:8]), true
 }
 
 // Shared names a named client whose token is one of the anonymous tokens
 // too, or is "": which would a request with it be?
-func (ts *Tokens) Shared() string { return ts.shared }
+func (ts *Tokens) Shared() string { return ts.set.Load().shared }
 
 // LoadClients reads the named clients' bearer tokens of cfg, by name:
 // each checked as a token and none shared by two clients. A client known

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwk"
@@ -54,7 +55,7 @@ const (
 // by itself. Until keys are had every token of the issuer is refused.
 type Verifier struct {
 	cfg     config.OAuth
-	clients map[string]map[string]string // the clients known by claims, by name
+	clients atomic.Pointer[map[string]map[string]string] // the clients known by claims, by name
 	http    *http.Client
 	log     *slog.Logger    // the operator's: why the keys could not be had
 	ctx     context.Context // the fetches'; ends with the server
@@ -72,7 +73,7 @@ type Verifier struct {
 // NewVerifier makes the verifier of cfg's serve.oauth and starts
 // fetching its issuer's keys; ctx bounds its fetches.
 func NewVerifier(ctx context.Context, cfg *config.Config, log *slog.Logger) *Verifier {
-	v := &Verifier{cfg: cfg.Serve.OAuth, clients: map[string]map[string]string{}, log: log, ctx: ctx, now: time.Now}
+	v := &Verifier{cfg: cfg.Serve.OAuth, log: log, ctx: ctx, now: time.Now}
 	// No redirect is followed: the URLs are the operator's, or the
 	// issuer's metadata's, and a redirect would take the keys from
 	// wherever the answer says. Refusing them all is simpler than
@@ -81,15 +82,23 @@ func NewVerifier(ctx context.Context, cfg *config.Config, log *slog.Logger) *Ver
 	v.http = &http.Client{CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 		return fmt.Errorf("redirected to %s: redirects are refused (set serve.oauth.jwks_url to where the keys are)", req.URL.Redacted())
 	}}
-	for name, c := range cfg.Clients {
-		if c.OAuth != nil {
-			v.clients[name] = c.OAuth
-		}
-	}
+	v.SetClients(cfg)
 	v.mu.Lock()
 	v.startFetch()
 	v.mu.Unlock()
 	return v
+}
+
+// SetClients makes cfg's clients known by claims the ones tokens are
+// matched to, from the next token verified: a reload's.
+func (v *Verifier) SetClients(cfg *config.Config) {
+	clients := map[string]map[string]string{}
+	for name, c := range cfg.Clients {
+		if c.OAuth != nil {
+			clients[name] = c.OAuth
+		}
+	}
+	v.clients.Store(&clients)
 }
 
 // SetClock makes now the verifier's clock, called under its lock from
@@ -148,12 +157,13 @@ func (v *Verifier) Verify(ctx context.Context, token string) (client string, exp
 			return "", expires, fmt.Errorf("%w %s", ErrInsufficientScope, sc)
 		}
 	}
-	if len(v.clients) == 0 {
+	clients := *v.clients.Load()
+	if len(clients) == 0 {
 		sub, _ := tok.Subject()
 		return "oauth:" + sub, expires, nil
 	}
-	for _, name := range slices.Sorted(maps.Keys(v.clients)) {
-		if claimsMatch(claims, v.clients[name]) {
+	for _, name := range slices.Sorted(maps.Keys(clients)) {
+		if claimsMatch(claims, clients[name]) {
 			return name, expires, nil
 		}
 	}
