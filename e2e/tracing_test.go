@@ -52,6 +52,15 @@ func TestServeTraces(t *testing.T) {
 	url := httpServeArgv(t, crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfg), crucibleEnv("CRUCIBLE_TOKEN="+serveToken,
 		"TRACING_SECRET="+secret, "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL, "OTEL_SERVICE_NAME=crucible-test", "OTEL_BSP_SCHEDULE_DELAY=100"))
 
+	// The jail span says warm: the pool has its jail first.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if code, _, _ := opsGetErr(url, "/readyz"); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve was not ready within a minute")
+		}
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "tracer", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: bearerTransport(serveToken)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -137,3 +146,4 @@ func bearerTransport(token string) http.RoundTripper {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"crypto/rand"
 	"embed"
 	"encoding/json"
@@ -42,7 +43,8 @@ type consoleRow struct {
 	Client     string             `json:"client"`
 	Profile    string             `json:"profile,omitempty"`
 	Language   string             `json:"language"`
-	Outcome    string             `json:"outcome"` // running, ok, failed, refused
+	Jail       string             `json:"jail,omitempty"` // warm, cold (a pool's, still starting), new (made for it)
+	Outcome    string             `json:"outcome"`        // running, ok, failed, refused
 	Error      string             `json:"error,omitempty"`
 	ExitCode   int                `json:"exit_code"`
 	DurationMS int64              `json:"duration_ms,omitempty"`
@@ -95,6 +97,7 @@ func (c *console) end(row *consoleRow, out *executeOut, err error) {
 		row.Outcome, row.Error = "refused", truncate(err.Error(), 300)
 	default:
 		row.Outcome, row.ExitCode, row.DurationMS, row.LimitsHit, row.ToolCalls = "ok", out.ExitCode, out.DurationMS, out.LimitsHit, len(out.ToolCalls)
+		row.Jail = cmp.Or(out.jail, "new")
 		if out.ExitCode != 0 || out.Error != nil {
 			row.Outcome = "failed"
 		}

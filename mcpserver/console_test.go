@@ -72,6 +72,7 @@ func TestConsole(t *testing.T) {
 	}
 
 	code := `try { await tools.gone.anything({}); } catch (e) {} return 1;`
+	waitReady(t, s, "ts") // so the row says warm
 	if _, out := execute(t, connectHTTP(t, url, tokenA, ""), map[string]any{"code": code}); out == nil || out.ExitCode != 0 {
 		t.Fatalf("execute: %+v", out)
 	}
@@ -84,7 +85,7 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("the execution's row: %v", err)
 	}
 	row, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#rows tr.ok")))
-	if err != nil || !strings.Contains(row, "token:") || !strings.Contains(row, "ts") || !strings.Contains(row, "ok") {
+	if err != nil || !strings.Contains(row, "token:") || !strings.Contains(row, "ts") || !strings.Contains(row, "warm") || !strings.Contains(row, "ok") {
 		t.Errorf("the row reads %q (%v)", row, err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(url+"/console?client=nobody"), live,

@@ -56,6 +56,8 @@ type executeOut struct {
 	Truncated  bool                `json:"truncated" jsonschema:"Whether output was cut: by the jail's output limit (limits_hit has output), or here, its middle, to keep the answer short."`
 	Network    *sandbox.NetworkUse `json:"network,omitempty" jsonschema:"What the program's connections carried: connections, bytes_out, bytes_in."`
 	Secrets    []sandbox.SecretUse `json:"secrets,omitempty" jsonschema:"Where the operator's secrets went: name, host, method, path, where (header, query, path, body, or signature), count."`
+
+	jail string // sandbox.Result.Jail, for the console; not the model's
 }
 
 // newExecuteOut is res, of an execution in the workspace handle, as execute
@@ -65,7 +67,7 @@ func newExecuteOut(res *sandbox.Result, handle string) *executeOut {
 		ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
 		Result: res.Result, Error: res.Error, Violations: res.Violations, ToolCalls: res.ToolCalls,
 		DurationMS: res.DurationMS, Workspace: handle, LimitsHit: res.LimitsHit, Truncated: res.Truncated,
-		Network: res.Network, Secrets: res.Secrets,
+		Network: res.Network, Secrets: res.Secrets, jail: res.Jail,
 	}
 	if len(out.Result) == 0 {
 		out.Result = json.RawMessage("null")

@@ -242,7 +242,7 @@ func sameWorker(cfg *config.Config, a, b string) bool {
 }
 
 // runIn runs job, a program in l, in one of the pool's jails.
-func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, error) {
+func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (res *Result, err error) {
 	input, err := jobInput(l, job)
 	if err != nil {
 		return nil, err
@@ -258,6 +258,15 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 		return nil, err
 	}
 	defer p.wg.Done() // take counted this Run
+	warm := w.isReady()
+	defer func() {
+		if res != nil {
+			res.Jail = "cold"
+			if warm {
+				res.Jail = "warm"
+			}
+		}
+	}()
 	// The replacement is built once this execution is done, not beside it:
 	// on a busy machine the two would share the cores.
 	defer p.refill()
@@ -275,7 +284,7 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (*Result, er
 	// The jail's span: from the take to the program's start, warm if the
 	// jail was ready then; the program's after it.
 	parent := trace.ContextWithSpanContext(ctx, job.Caller.Trace)
-	_, jailSpan := tracing.Tracer().Start(parent, "jail", trace.WithAttributes(attribute.Bool("crucible.warm", w.isReady()), attribute.String("crucible.language", l.Name)))
+	_, jailSpan := tracing.Tracer().Start(parent, "jail", trace.WithAttributes(attribute.Bool("crucible.warm", warm), attribute.String("crucible.language", l.Name)))
 	endJail := sync.OnceFunc(func() { jailSpan.End() })
 	defer endJail()
 	w.x.begin(programRecord(l.Name, job.Source), job.Caller)

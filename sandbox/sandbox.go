@@ -555,6 +555,11 @@ type Result struct {
 	// From `crucible run`: the program's value, and its uncaught error.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *lang.Error     `json:"error,omitempty"`
+
+	// Jail says how it got its jail: "warm" (a pool's, ready when the
+	// execution took it), "cold" (a pool's, still starting), or "" (one
+	// made for it alone).
+	Jail string `json:"-"`
 }
 
 // SecretUse is a line of the receipt: Count requests of Method to
