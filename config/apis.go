@@ -31,6 +31,12 @@ type API struct {
 	// writing; deny wins. With rules, a request that no allow rule matches
 	// is refused; without, every request is allowed.
 	Rules []APIRule `yaml:"rules,omitempty"`
+	// PropagateTrace sends, with each request to the API's hosts, the
+	// trace context of crucible serve's span for it (a W3C traceparent, in
+	// place of any the program wrote), so that the API's own traces join
+	// the agent's. Off by default: the program's headers are the
+	// program's. Its hosts' TLS is terminated, as for rules.
+	PropagateTrace bool `yaml:"propagate_trace,omitempty"`
 }
 
 // APIRule is one rule: "METHOD /path/pattern" in Allow or in Deny. METHOD

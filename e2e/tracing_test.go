@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -147,3 +148,70 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// apis.NAME.propagate_trace: a request to such an API's host carries a
+// traceparent of serve's, the client's trace and an egress span of the
+// execution's as its parent, in place of the one the program wrote; a
+// request to another API's host goes with the program's headers as they
+// were.
+func TestServeTracePropagation(t *testing.T) {
+	requireRoot(t)
+	var mu sync.Mutex
+	got := map[string]string{} // the traceparent each host received
+	port := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[strings.Split(r.Host, ":")[0]] = r.Header.Get("Traceparent") + "|" + r.Header.Get("Tracestate")
+		mu.Unlock()
+	}), nil)
+	recv := otlptest.New(t)
+	cfg := filepath.Join(t.TempDir(), "crucible.yaml")
+	yaml := fmt.Sprintf(embeddedYAML+`network:
+  hosts: {traced.crucible.test: 127.0.0.1, plain.crucible.test: 127.0.0.1}
+  allow_private: [127.0.0.0/8]
+apis:
+  traced: {description: Traced., hosts: ["traced.crucible.test:%[1]d"], propagate_trace: true}
+  plain: {description: Plain., hosts: ["plain.crucible.test:%[1]d"]}
+`, port)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := httpServeArgv(t, crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfg), crucibleEnv("CRUCIBLE_TOKEN="+serveToken,
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL, "OTEL_BSP_SCHEDULE_DELAY=100"))
+	c := mcp.NewClient(&mcp.Implementation{Name: "tracer", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearerTransport(serveToken)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	const trace, parent, forged = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "00-11111111111111111111111111111111-2222222222222222-01"
+	code := fmt.Sprintf(`const h = {traceparent: %q, tracestate: "mine=1"};
+for (const host of ["traced", "plain"]) await fetch("http://" + host + ".crucible.test:%d/", {headers: h});
+return 1`, forged, port)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": code},
+		Meta: mcp.Meta{"traceparent": "00-" + trace + "-" + parent + "-01"}})
+	if err != nil || res.IsError {
+		t.Fatalf("execute: %v %+v", err, res)
+	}
+	var req, exec *otlptest.Span
+	for deadline := time.Now().Add(30 * time.Second); (req == nil || exec == nil) && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, s := range recv.Spans() {
+			switch {
+			case s.Name == "egress request" && s.TraceID == trace:
+				req = &s
+			case s.Name == "execute" && s.TraceID == trace:
+				exec = &s
+			}
+		}
+	}
+	if req == nil || exec == nil || req.Parent != exec.SpanID || req.Attributes["server.address"] != "traced.crucible.test" || req.Attributes["http.request.method"] != "GET" {
+		t.Fatalf("the traced request's span: %+v, the execution's %+v", req, exec)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "00-" + trace + "-" + req.SpanID + "-01|"; got["traced.crucible.test"] != want {
+		t.Errorf("the traced API got %q, want %q", got["traced.crucible.test"], want)
+	}
+	if want := forged + "|mine=1"; got["plain.crucible.test"] != want {
+		t.Errorf("the other API got %q, want the program's %q", got["plain.crucible.test"], want)
+	}
+}

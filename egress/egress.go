@@ -33,6 +33,7 @@ import (
 	"context"
 	"crypto/x509"
 	"net"
+	"net/http"
 	"net/netip"
 	"time"
 
@@ -158,6 +159,15 @@ type Options struct {
 	// HTTP rules' conditions see it: client.name and client.profile, ""
 	// for no one. It must be safe for concurrent use.
 	Client func() (name, profile string)
+	// Traced, when set, names the hosts whose requests carry the
+	// execution's trace context: each request to one has the program's
+	// traceparent and tracestate headers removed and Trace's put in
+	// their place. TLS to such a host is always terminated, as for HTTP
+	// rules. Both must be safe for concurrent use.
+	Traced func(name string, port uint16) bool
+	// Trace writes the trace context of a request (to name, with method)
+	// into h, and returns what ends its span once it is answered.
+	Trace func(name, method string, h http.Header) (end func())
 }
 
 // Secrets are what the stack needs to let the jail use credentials it never

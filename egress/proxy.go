@@ -58,7 +58,9 @@ type proxy struct {
 	secrets *Secrets
 	http    func(name string, port uint16) []*httprule.Set // see rules.go
 	client  func() (name, profile string)                  // nil: no one
-	names   func(string) string                            // placeholders as ${NAME}, for rules; nil without secrets
+	traced  func(name string, port uint16) bool            // nil: none
+	trace   func(name, method string, h http.Header) func()
+	names   func(string) string // placeholders as ${NAME}, for rules; nil without secrets
 
 	sent, recv atomic.Int64 // bytes of the whole execution, each way
 	held       atomic.Int64 // bytes of request bodies held to be signed (sign.go)
@@ -78,6 +80,7 @@ func newProxy(o *Options) *proxy {
 		ctx: ctx, cancel: cancel,
 		policy: o.Policy, report: o.Report, lookup: o.Lookup, dial: o.Dial,
 		limits: o.Limits, secrets: o.Secrets, http: o.HTTP, client: o.Client,
+		traced: o.Traced, trace: o.Trace,
 		conns: map[net.Conn]bool{},
 	}
 	if o.Secrets != nil && o.HTTP != nil {
@@ -203,6 +206,9 @@ type flow struct {
 	// the secret signFor (see sign.go); nil for none.
 	signer  Signer
 	signFor string
+	// traced: each request carries the execution's trace context in
+	// place of the program's (Options.Traced).
+	traced bool
 	// The HTTP relay's buffers, each way: see startHTTP.
 	toJail, toUp *bufio.Writer
 	idle         *time.Timer
@@ -217,6 +223,7 @@ type flow struct {
 func (p *proxy) serve(c net.Conn, abort func(), name string, dst netip.AddrPort) {
 	f := &flow{p: p, c: c, raw: c, abort: abort, name: name, dst: dst}
 	f.rules = f.rulesFor()
+	f.traced = p.traced != nil && p.trace != nil && p.traced(f.target(), dst.Port())
 	f.idle = time.AfterFunc(p.limits.IdleTimeout, f.timeout)
 	defer f.idle.Stop()
 	defer func() {
@@ -320,9 +327,9 @@ func (f *flow) serveTLS() {
 		return
 	}
 	f.allow = f.secretsFor()
-	if f.signer, f.signFor = f.signerFor(); f.allow != nil || f.rules != nil || f.signer != nil {
-		// A host with rules or a signer only: terminated all the same,
-		// carrying no secret (allow empty, not nil).
+	if f.signer, f.signFor = f.signerFor(); f.allow != nil || f.rules != nil || f.signer != nil || f.traced {
+		// A host with rules, a signer or a trace only: terminated all the
+		// same, carrying no secret (allow empty, not nil).
 		if f.p.secrets == nil {
 			f.deny(KindHTTP, "the sandbox cannot judge HTTPS requests to "+f.target()+" (it has no CA)", false)
 			return
@@ -395,6 +402,12 @@ func (f *flow) exchange(req *http.Request) bool {
 	// secret there, since the signature is replaced.
 	hold := f.signer != nil && f.signer.Strip(req.Header)
 	uses := f.forward(req)
+	if f.traced {
+		// Before the signature, which may cover every header.
+		req.Header.Del("Traceparent")
+		req.Header.Del("Tracestate")
+		defer f.p.trace(f.target(), req.Method, req.Header)()
+	}
 	if f.rules != nil || f.signer != nil {
 		// Trailers come after the head was judged (one a server merges
 		// into the head could name an override, see judge) and signed.

@@ -20,8 +20,9 @@ import (
 
 // apiRules are one API's compiled rules and the destinations they judge.
 type apiRules struct {
-	hosts *netpolicy.Policy
-	set   *httprule.Set
+	hosts  *netpolicy.Policy
+	set    *httprule.Set // nil for an API without rules
+	traced bool          // apis.NAME.propagate_trace
 }
 
 // compileAPIs compiles the host rules of cfg's APIs, and the method and
@@ -37,6 +38,9 @@ func compileAPIs(cfg *config.Config) ([]apiRules, error) {
 			return nil, secretRuleError(cfg, at, err)
 		}
 		if len(a.Rules) == 0 {
+			if a.PropagateTrace {
+				out = append(out, apiRules{hosts: hosts, traced: true})
+			}
 			continue
 		}
 		rules := make([]httprule.Rule, len(a.Rules))
@@ -47,16 +51,17 @@ func compileAPIs(cfg *config.Config) ([]apiRules, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.rules: %w", at, err)
 		}
-		out = append(out, apiRules{hosts, set})
+		out = append(out, apiRules{hosts: hosts, set: set, traced: a.PropagateTrace})
 	}
 	return out, nil
 }
 
-// hasRules reports whether an API of cfg has rules: then its hosts' TLS is
-// terminated, which needs the secrets loaded (LoadSecrets), if none.
+// hasRules reports whether an API of cfg has rules, or propagates the
+// trace: then its hosts' TLS is terminated, which needs the secrets loaded
+// (LoadSecrets), if none.
 func hasRules(cfg *config.Config) bool {
 	for _, a := range cfg.APIs {
-		if len(a.Rules) > 0 {
+		if len(a.Rules) > 0 || a.PropagateTrace {
 			return true
 		}
 	}
@@ -84,9 +89,20 @@ func apiNetwork(cfg *config.Config) *config.Network {
 func (e *execSecrets) rulesFor(name string, port uint16) []*httprule.Set {
 	var sets []*httprule.Set
 	for _, a := range e.apis {
-		if a.hosts.Decide(context.Background(), netpolicy.Request{Name: name, Port: port}).Allow {
+		if a.set != nil && a.hosts.Decide(context.Background(), netpolicy.Request{Name: name, Port: port}).Allow {
 			sets = append(sets, a.set)
 		}
 	}
 	return sets
+}
+
+// traced reports whether the requests to name:port carry the execution's
+// trace context (an API's propagate_trace).
+func (e *execSecrets) traced(name string, port uint16) bool {
+	for _, a := range e.apis {
+		if a.traced && a.hosts.Decide(context.Background(), netpolicy.Request{Name: name, Port: port}).Allow {
+			return true
+		}
+	}
+	return false
 }

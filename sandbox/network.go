@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"slices"
@@ -22,6 +23,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -157,6 +159,30 @@ func (l *netLog) report(e egress.Event) {
 	_ = l.audit.Log(ev)
 }
 
+// trace puts the trace context of a request to an API that propagates it
+// into h: that of a span of its own, the execution's child, which the
+// returned end ends. Untraced, or past maxNetAudit spans, h gets nothing.
+func (l *netLog) trace(name, method string, h http.Header) (end func()) {
+	l.mu.Lock()
+	parent := l.caller.Trace
+	spanIt := parent.IsValid() && l.spans < maxNetAudit
+	if spanIt {
+		l.spans++
+	}
+	l.mu.Unlock()
+	if !spanIt {
+		return func() {}
+	}
+	if l.redact != nil {
+		name = l.redact(name)
+	}
+	ctx, span := tracing.Tracer().Start(trace.ContextWithSpanContext(context.Background(), parent), "egress request",
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attribute.String("server.address", tracing.Name(name)),
+			attribute.String("http.request.method", tracing.Name(method))))
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+	return func() { span.End() }
+}
+
 // span records decision e as a span of the execution's (parent): the
 // host and port, the verdict and why, the request's method where e names
 // one, the bytes of a connection done; redacted as the audit's line is.
@@ -272,6 +298,7 @@ func attachNetwork(spec *jail.Spec, n *config.Network, w *audit.Writer, sec *exe
 		if len(sec.apis) > 0 {
 			opts.HTTP = sec.rulesFor
 			opts.Client = log.who
+			opts.Traced, opts.Trace = sec.traced, log.trace
 		}
 	}
 	if n.Resolver != "" {
