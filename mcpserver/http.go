@@ -334,8 +334,8 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if g.seq == 1 {
-			// At the start the pools fill first; after a reload,
-			// executions run in new jails while they do.
+			// At the start the pools fill first; a reload waited for
+			// them (Server.warmUp), or gave up waiting.
 			http.Error(w, "not ready: the warm pool of "+strings.Join(p.Languages(), " and ")+" programs is filling", http.StatusServiceUnavailable)
 			return
 		}

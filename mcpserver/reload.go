@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -328,6 +329,7 @@ func (s *Server) reload() (restarted, stopped []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	s.warmUp(g)
 	s.stats.relabel(g.views[""].tools.Servers(), cfg.ClientNames())
 	for _, v := range g.views {
 		v.tools.Commit()
@@ -375,6 +377,29 @@ func ReloadSummary(restarted, stopped []string) string {
 		out += "; tool servers stopped: " + strings.Join(stopped, ", ")
 	}
 	return out
+}
+
+// warmUpWait bounds how long a reload waits for its pools' first jails.
+const warmUpWait = 30 * time.Second
+
+// warmUp waits until each of g's pools has a jail ready (or cannot make
+// one), for warmUpWait at most: meanwhile the configuration before serves,
+// and the first execution under g's finds a warm jail, as every other.
+func (s *Server) warmUp(g *generation) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(warmUpWait)
+	for _, p := range g.pools() {
+		for p.Stats().Ready == 0 && p.Failure() == nil {
+			select {
+			case <-t.C:
+			case <-deadline:
+				return
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // restartOnly names the first setting that differs between a and b and

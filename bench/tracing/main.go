@@ -1,8 +1,10 @@
-// Command tracing measures what OpenTelemetry tracing and a watching
-// console cost crucible serve: three servers of one binary and one
+// Command tracing measures what OpenTelemetry tracing, a watching console
+// and reloads cost crucible serve: four servers of one binary and one
 // configuration, one exporting its traces (OTLP over HTTP to a receiver in
 // this process, which reads and drops them), one with nothing configured,
-// and one whose /console/events a reader here follows, each called in turn
+// one whose /console/events a reader here follows, and one told to reload
+// (POST /reload, its file unchanged) before every -reload-every'th call,
+// each called in turn
 // with execute of `return 1` over one HTTP session, paced as an agent
 // calls (-gap apart), a tool call in each program to a server of this
 // process (so that a call span and its _meta go out too). It prints each
@@ -18,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -43,12 +46,13 @@ func main() {
 	bin := flag.String("crucible", "", "the crucible binary (go build -o /tmp/crucible ./cmd/crucible)")
 	n := flag.Int("n", 200, "calls per server")
 	gap := flag.Duration("gap", 100*time.Millisecond, "the pause between two calls")
+	every := flag.Int("reload-every", 10, "reload the fourth server before every this many calls")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "tracing: -crucible is needed")
 		os.Exit(2)
 	}
-	if err := run(*bin, *n, *gap); err != nil {
+	if err := run(*bin, *n, *gap, max(*every, 1)); err != nil {
 		fmt.Fprintln(os.Stderr, "tracing:", err)
 		os.Exit(1)
 	}
@@ -61,7 +65,7 @@ type server struct {
 	sess *mcp.ClientSession
 }
 
-func run(bin string, n int, gap time.Duration) error {
+func run(bin string, n int, gap time.Duration, every int) error {
 	var exported atomic.Int64
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.Copy(io.Discard, r.Body)
@@ -89,6 +93,7 @@ func run(bin string, n int, gap time.Duration) error {
 		"off":     nil,
 		"on":      {"OTEL_EXPORTER_OTLP_ENDPOINT=" + recv.URL, "OTEL_BSP_SCHEDULE_DELAY=500"},
 		"console": nil,
+		"reload":  nil,
 	} {
 		s, err := start(bin, cfg, env)
 		if err != nil {
@@ -104,7 +109,7 @@ func run(bin string, n int, gap time.Duration) error {
 		return err
 	}
 	defer stream()
-	order := []string{"off", "on", "console"}
+	order := []string{"off", "on", "console", "reload"}
 	before := map[string]time.Duration{}
 	for _, name := range order {
 		// The first of each: the tool server's start.
@@ -114,23 +119,37 @@ func run(bin string, n int, gap time.Duration) error {
 		before[name] = cpu(servers[name].cmd.Process.Pid)
 	}
 	times := map[string][]time.Duration{}
-	for range n {
+	var reloads, afterReload []time.Duration
+	for i := range n {
 		for _, name := range order {
 			time.Sleep(gap) // not timed: the agent's pause
+			if name == "reload" && i%every == 0 {
+				began := time.Now()
+				if err := reload(servers[name]); err != nil {
+					return err
+				}
+				reloads = append(reloads, time.Since(began))
+			}
 			began := time.Now()
 			if err := call(servers[name]); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			times[name] = append(times[name], time.Since(began))
+			if name == "reload" && i%every == 0 {
+				afterReload = append(afterReload, time.Since(began))
+			}
 		}
 	}
-	for _, t := range times {
+	for _, t := range append(slices.Collect(maps.Values(times)), reloads, afterReload) {
 		slices.Sort(t)
 	}
 	fmt.Printf("execute of `return await tools.down.one({})` over HTTP, %d calls each, %v apart, alternating\n", n, gap)
 	timing.Table("  ", 12, order, times)
 	fmt.Printf("  on/off: %s\n", timing.Ratio(times["on"], times["off"]))
 	fmt.Printf("  console/off: %s\n", timing.Ratio(times["console"], times["off"]))
+	fmt.Printf("  reload/off: %s\n", timing.Ratio(times["reload"], times["off"]))
+	fmt.Printf("  POST /reload: p50 %v, p95 %v (%d); the call after one: p50 %v, p95 %v\n",
+		timing.Pct(reloads, 50), timing.Pct(reloads, 95), len(reloads), timing.Pct(afterReload, 50), timing.Pct(afterReload, 95))
 	for _, name := range order {
 		per := (cpu(servers[name].cmd.Process.Pid) - before[name]) / time.Duration(n)
 		fmt.Printf("  CPU per execution, %s: %v\n", name, per.Round(10*time.Microsecond))
@@ -175,6 +194,22 @@ func call(s *server) error {
 		err = fmt.Errorf("execute failed: %v", res.Content)
 	}
 	return err
+}
+
+// reload asks s to read its configuration again.
+func reload(s *server) error {
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/reload", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST /reload: %s %s", resp.Status, b)
+	}
+	return nil
 }
 
 // start runs crucible serve with env added, and connects to it once its
