@@ -318,6 +318,9 @@ func (s *Server) reload() (restarted, stopped []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if cfg.Sandbox.Workspace != "" {
+		return nil, nil, errWorkspaceSet
+	}
 	old := s.gens.current()
 	if key := restartOnly(old.cfg, cfg); key != "" {
 		return nil, nil, fmt.Errorf("%s changed: only a restart of crucible serve takes that; nothing was reloaded", key)

@@ -108,6 +108,10 @@ type Server struct {
 	closed bool // Close has begun: nothing more joins wg or calls
 }
 
+// errWorkspaceSet refuses a configuration with sandbox.workspace, at the
+// start and at a reload.
+var errWorkspaceSet = errors.New("sandbox.workspace: crucible serve gives each client workspaces of its own; leave it out (it is for exec and run)")
+
 // poolIdle is how long a warm jail waits for work before it is replaced.
 const poolIdle = 5 * time.Minute
 
@@ -118,7 +122,7 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("mcpserver: no configuration")
 	}
 	if o.Config.Sandbox.Workspace != "" {
-		return nil, errors.New("sandbox.workspace: crucible serve gives each client workspaces of its own; leave it out (it is for exec and run)")
+		return nil, errWorkspaceSet
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second

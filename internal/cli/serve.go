@@ -233,6 +233,8 @@ func (p *served) reread(cfgFile, httpAddr, metricsAddr string, env Env) mcpserve
 			if p.tokens != nil {
 				p.tokens.Set(tokens)
 			}
+			fmt.Fprintf(env.Stderr, "crucible serve: %s\n", sandbox.EngineNote(cfg))
+			warn(cfg, env)
 		}, nil
 	}
 }
