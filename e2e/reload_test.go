@@ -39,11 +39,7 @@ func TestServeReload(t *testing.T) {
 	write(embeddedYAML + network(fmt.Sprintf("%s:%d", upName, f.http)))
 	sp := startHTTPServe(t, crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfgFile), crucibleEnv("CRUCIBLE_TOKEN="+serveToken, "BOB_TOKEN="+bobToken))
 
-	connect := func(token string) (*mcp.ClientSession, error) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "reloader", Version: "1"}, nil)
-		return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: sp.url + "/mcp", MaxRetries: -1,
-			HTTPClient: &http.Client{Transport: bearerTransport(token)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	}
+	connect := func(token string) (*mcp.ClientSession, error) { return sessionOf(sp.url, token, "reloader") }
 	cs, err := connect(serveToken)
 	if err != nil {
 		t.Fatal(err)
@@ -142,16 +138,12 @@ func TestServeReload(t *testing.T) {
 		t.Errorf("POST /reload without a token: %d", resp.StatusCode)
 	}
 
-	req, _ := http.NewRequest("GET", sp.url+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+serveToken)
-	mr, err := http.DefaultClient.Do(req)
+	_, metrics, err := opsGetErr(sp.url, "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(mr.Body)
-	_ = mr.Body.Close()
 	for _, w := range []string{`crucible_config_reloads_total{result="ok"} 2`, `crucible_config_reloads_total{result="error"} 2`} {
-		if !strings.Contains(string(b), w) {
+		if !strings.Contains(metrics, w) {
 			t.Errorf("/metrics lacks %s", w)
 		}
 	}

@@ -62,9 +62,7 @@ func TestServeTraces(t *testing.T) {
 			t.Fatal("serve was not ready within a minute")
 		}
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "tracer", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerTransport(serveToken)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := sessionOf(url, serveToken, "tracer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +133,14 @@ return r.length;`
 	}
 }
 
+// sessionOf is a 2025-11-25 session of the serve at url, with token, its
+// client named name.
+func sessionOf(url, token, name string) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearerTransport(token)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+}
+
 // bearerTransport adds a bearer token to each request.
 func bearerTransport(token string) http.RoundTripper {
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
@@ -176,9 +182,7 @@ apis:
 	}
 	url := httpServeArgv(t, crucibleCmd("serve", "--http", "127.0.0.1:0", "--config", cfg), crucibleEnv("CRUCIBLE_TOKEN="+serveToken,
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+recv.URL, "OTEL_BSP_SCHEDULE_DELAY=100"))
-	c := mcp.NewClient(&mcp.Implementation{Name: "tracer", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerTransport(serveToken)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := sessionOf(url, serveToken, "tracer")
 	if err != nil {
 		t.Fatal(err)
 	}
