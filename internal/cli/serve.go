@@ -74,21 +74,11 @@ func runServe(ctx context.Context, args []string, env Env) int {
 		return fail("%v", err)
 	}
 	warn(cfg, env)
-	endTracing, traced, err := tracing.Setup(ctx, tracing.Settings{Endpoint: cfg.Serve.OTel.Endpoint, ServiceName: cfg.Serve.OTel.ServiceName}, Version)
+	endTracing, err := startTracing(ctx, cfg, env)
 	if err != nil {
 		return fail("%v", err)
 	}
-	if traced {
-		fmt.Fprintln(env.Stderr, "crucible serve: exporting traces (OTLP over HTTP)")
-	}
-	defer func() {
-		// Last: the spans of the executions that Close ends are flushed.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := endTracing(ctx); err != nil {
-			fmt.Fprintf(env.Stderr, "crucible serve: flushing the traces: %v\n", err)
-		}
-	}()
+	defer endTracing() // last: the spans of the executions that Close ends are flushed
 
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var aw *audit.Writer
@@ -143,6 +133,25 @@ func runServe(ctx context.Context, args []string, env Env) int {
 	<-ctx.Done()
 	drain(srv, time.Duration(cfg.Serve.DrainTimeout), env)
 	return ExitOK
+}
+
+// startTracing exports traces where the environment or serve.otel says,
+// saying so; end flushes them.
+func startTracing(ctx context.Context, cfg *config.Config, env Env) (end func(), err error) {
+	endTracing, traced, err := tracing.Setup(ctx, tracing.Settings{Endpoint: cfg.Serve.OTel.Endpoint, ServiceName: cfg.Serve.OTel.ServiceName}, Version)
+	if err != nil {
+		return nil, err
+	}
+	if traced {
+		fmt.Fprintln(env.Stderr, "crucible serve: exporting traces (OTLP over HTTP)")
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := endTracing(ctx); err != nil {
+			fmt.Fprintf(env.Stderr, "crucible serve: flushing the traces: %v\n", err)
+		}
+	}, nil
 }
 
 // served is what serve checks and reads of cfg before it builds anything.
