@@ -191,8 +191,8 @@ func (gs *generations) leave(g *generation) {
 	}
 }
 
-// replace makes g current, and returns the one it replaced, which is
-// closed at once if nothing holds it.
+// replace makes g current; the one it replaces is closed at once if
+// nothing holds it, else when the last hold ends.
 func (gs *generations) replace(g *generation) {
 	gs.mu.Lock()
 	old := gs.cur
@@ -217,31 +217,18 @@ func (gs *generations) closed(g *generation) {
 	}
 }
 
-// pools are the pools of every generation not yet closed.
-func (gs *generations) pools() []*sandbox.Pool {
+// pools are the pools of every generation not yet closed, and what those
+// of the generations closed counted: read at once, so that a generation
+// closed meanwhile is counted once.
+func (gs *generations) pools() (live []*sandbox.Pool, gone sandbox.PoolStats) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	var out []*sandbox.Pool
 	for _, g := range gs.live {
-		out = append(out, g.pools()...)
+		live = append(live, g.pools()...)
 	}
-	return out
-}
-
-// closedPools is what the pools of the generations closed counted.
-func (gs *generations) closedPools() sandbox.PoolStats {
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	st := gs.gone
-	st.Misses = maps.Clone(st.Misses)
-	return st
-}
-
-// end is the current generation at the server's Close, the last.
-func (gs *generations) end() *generation {
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	return gs.cur
+	gone = gs.gone
+	gone.Misses = maps.Clone(gone.Misses)
+	return live, gone
 }
 
 // addPoolStats adds the counters of b to a.

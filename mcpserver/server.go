@@ -215,8 +215,9 @@ func newReplicas(sv *config.Serve, key []byte) (*replica.Replicas, error) {
 func (s *Server) poolMetrics() {
 	poolCount := func(f func(sandbox.PoolStats) int64) func() float64 {
 		return func() float64 {
-			n := f(s.gens.closedPools())
-			for _, p := range s.gens.pools() {
+			live, gone := s.gens.pools()
+			n := f(gone)
+			for _, p := range live {
 				n += f(p.Stats())
 			}
 			return float64(n)
@@ -227,10 +228,11 @@ func (s *Server) poolMetrics() {
 	s.stats.counter("crucible_pool_cold_total", "Executions that waited for their jail to be built, or to finish starting.", poolCount(func(st sandbox.PoolStats) int64 { return st.Cold }))
 	s.stats.counterBy("crucible_pool_misses_total", "Executions that found no warm jail of their language ready, by language.", "language", func() map[string]float64 {
 		m := map[string]float64{}
-		for l, n := range s.gens.closedPools().Misses {
+		live, gone := s.gens.pools()
+		for l, n := range gone.Misses {
 			m[l] += float64(n)
 		}
-		for _, p := range s.gens.pools() {
+		for _, p := range live {
 			for _, l := range p.Languages() {
 				m[l] += 0 // every language, before its first miss
 			}
@@ -276,7 +278,7 @@ func (s *Server) Close() error {
 	s.calls.Wait()
 	// Every execution has ended, and so each generation but the current
 	// one has been closed, or is being closed (wg).
-	g := s.gens.end()
+	g := s.gens.current()
 	if g != nil { // nil when New failed
 		g.closePools()
 	}
