@@ -181,7 +181,8 @@ func sse(event string, v any) []byte {
 	return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", event, b)
 }
 
-// consoleStatusOf is the pools' and the downstream servers' state.
+// consoleStatusOf is the pools' and the downstream servers' state, the
+// configuration's generation and reloads, and the replicas forwarded to.
 func (s *Server) consoleStatusOf() map[string]any {
 	type pool struct {
 		Languages []string `json:"languages"`
@@ -208,7 +209,12 @@ func (s *Server) consoleStatusOf() map[string]any {
 			servers = v.tools.Status()
 		}
 	}
-	return map[string]any{"pools": pools, "servers": servers}
+	out := map[string]any{"pools": pools, "servers": servers,
+		"config": map[string]int64{"generation": int64(g.seq), "reloads_ok": s.reloads.ok.Load(), "reloads_refused": s.reloads.failed.Load()}}
+	if s.replicas != nil {
+		out["replica"], out["replicas"] = s.replicas.Self(), s.forwardsTo.list()
+	}
+	return out
 }
 
 // consoleHandler serves /console and /console/events.

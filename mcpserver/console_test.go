@@ -81,6 +81,9 @@ func TestConsole(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.getElementById("servers").textContent.includes("connection refused")`)); err != nil {
 		t.Errorf("the servers' table: %v", err)
 	}
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.getElementById("server").textContent.includes("configuration 1 (reloads: 0 taken, 0 refused)")`)); err != nil {
+		t.Errorf("the server's line: %v", err)
+	}
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#rows tr.ok"))); err != nil {
 		t.Fatalf("the execution's row: %v", err)
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"sync"
 
 	"github.com/cruciblehq/crucible/replica"
 )
@@ -32,6 +35,49 @@ type routing struct {
 	} `json:"params"`
 }
 
+// forwards count the requests forwarded to each other replica.
+type forwards struct {
+	mu sync.Mutex
+	to map[string]int64
+}
+
+func (f *forwards) add(owner string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.to == nil {
+		f.to = map[string]int64{}
+	}
+	f.to[owner]++
+}
+
+// total is how many requests were forwarded.
+func (f *forwards) total() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for _, c := range f.to {
+		n += c
+	}
+	return n
+}
+
+// forwardCount is one replica's line of the console.
+type forwardCount struct {
+	Name      string `json:"name"`
+	Forwarded int64  `json:"forwarded"`
+}
+
+// list is the counts by replica, sorted by name.
+func (f *forwards) list() []forwardCount {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []forwardCount{}
+	for _, name := range slices.Sorted(maps.Keys(f.to)) {
+		out = append(out, forwardCount{name, f.to[name]})
+	}
+	return out
+}
+
 // forwarded forwards r to the replica that owns the id it carries, if
 // that is another, and says whether it did.
 func (s *Server) forwarded(w http.ResponseWriter, r *http.Request) bool {
@@ -42,7 +88,7 @@ func (s *Server) forwarded(w http.ResponseWriter, r *http.Request) bool {
 		}
 		// 404: the client starts a new session, as for one that expired.
 		s.replicas.Forward(w, r, owner, replica.Lost{Status: http.StatusNotFound, Body: rpcError(nil, lostSession)})
-		s.forwards.Add(1)
+		s.forwardsTo.add(owner)
 		return true
 	}
 	if r.Method != http.MethodPost {
@@ -65,7 +111,7 @@ func (s *Server) forwarded(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.replicas.Forward(w, r, owner, replica.Lost{Status: http.StatusOK, Body: toolError(req.ID, why)})
-	s.forwards.Add(1)
+	s.forwardsTo.add(owner)
 	return true
 }
 

@@ -108,7 +108,7 @@ func (rs *replicaSet) connect(t *testing.T, token, version string) *mcp.ClientSe
 
 func (rs *replicaSet) forwards() (n int64) {
 	for _, s := range rs.servers {
-		n += s.forwards.Load()
+		n += s.forwardsTo.total()
 	}
 	return n
 }
@@ -134,6 +134,15 @@ func TestReplicas(t *testing.T) {
 	}
 	if n := rs.forwards(); n < 2 {
 		t.Errorf("%d requests forwarded: the balancer did not spread them", n)
+	}
+	// The console names each replica forwarded to, and this one.
+	for _, srv := range rs.servers {
+		st := srv.consoleStatusOf()
+		for _, f := range st["replicas"].([]forwardCount) {
+			if f.Name == st["replica"] || !strings.HasPrefix(f.Name, "127.0.0.") || f.Forwarded == 0 {
+				t.Errorf("replica %v's console lists %+v", st["replica"], f)
+			}
+		}
 	}
 
 	// Stateless: the handle names its replica, and is good anywhere.
@@ -264,8 +273,8 @@ func TestReplicaBodyTooLarge(t *testing.T) {
 	url := serveHTTP(t, s)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute","arguments":{"code":"` + strings.Repeat("x", 2*1024) + `"}}}`
 	resp, _ := post(t, url, tokenA, body, map[string]string{"MCP-Protocol-Version": statelessVersion})
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || s.forwards.Load() != 0 {
-		t.Errorf("status %d, %d forwarded", resp.StatusCode, s.forwards.Load())
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || s.forwardsTo.total() != 0 {
+		t.Errorf("status %d, %d forwarded", resp.StatusCode, s.forwardsTo.total())
 	}
 }
 

@@ -86,11 +86,11 @@ type Server struct {
 	replicas *replica.Replicas // serve.replicas; nil without
 	// mint makes a new id of a kind ("ws_", "se_", "st_"): with replicas,
 	// one that names this replica.
-	mint     func(kind string) string
-	forwards atomic.Int64 // requests forwarded to the replica that owns them
-	draining atomic.Bool  // Drain has begun: no new executions
-	skillMu  sync.Mutex   // held while a client's skill is checked and written
-	reloads  reloads      // how reloads went
+	mint       func(kind string) string
+	forwardsTo forwards    // requests forwarded to the replica that owns them
+	draining   atomic.Bool // Drain has begun: no new executions
+	skillMu    sync.Mutex  // held while a client's skill is checked and written
+	reloads    reloads     // how reloads went
 
 	ctx    context.Context // ends every execution, on Close
 	cancel context.CancelFunc
@@ -175,7 +175,7 @@ func New(o Options) (*Server, error) {
 	// browser comes back.
 	s.web = serverlogin.NewWeb(func(name string) (*serverlogin.Settings, error) { return sandbox.LoginSettings(s.config(), name) })
 	if replicas != nil {
-		s.stats.counter("crucible_replica_forwards_total", "Requests forwarded to the replica that owns their session, workspace or paused execution.", func() float64 { return float64(s.forwards.Load()) })
+		s.stats.counter("crucible_replica_forwards_total", "Requests forwarded to the replica that owns their session, workspace or paused execution.", func() float64 { return float64(s.forwardsTo.total()) })
 	}
 	g, err := s.newGeneration(o.Config, o.Tools, o.Secrets, nil)
 	if err != nil {
