@@ -69,10 +69,8 @@ var errNoClient = errors.New("this client is not in the server's configuration a
 
 // closePools closes g's pools, destroying their waiting jails.
 func (g *generation) closePools() {
-	for _, v := range g.views {
-		for _, p := range v.pools {
-			p.Close()
-		}
+	for _, p := range g.pools() {
+		p.Close()
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
 
-// reloads is a Reread that hands out the configurations a test sets, or
+// rereads is a Reread that hands out the configurations a test sets, or
 // its error.
 type rereads struct {
 	mu  sync.Mutex
@@ -170,7 +170,7 @@ func TestReload(t *testing.T) {
 	}
 	var lines []string
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, `"kind":"reload"`) || strings.Contains(l, `"event":"reload"`) {
+		if strings.Contains(l, `"event":"reload"`) {
 			lines = append(lines, l)
 		}
 	}

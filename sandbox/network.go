@@ -128,11 +128,7 @@ func (l *netLog) report(e egress.Event) {
 	if logIt {
 		l.lines++
 	}
-	parent := l.caller.Trace
-	spanIt := parent.IsValid() && l.spans < maxNetAudit
-	if spanIt {
-		l.spans++
-	}
+	parent, spanIt := l.spanParent()
 	exec := l.exec
 	l.mu.Unlock()
 	if spanIt {
@@ -159,16 +155,24 @@ func (l *netLog) report(e egress.Event) {
 	_ = l.audit.Log(ev)
 }
 
+// spanParent is the execution's span, and whether one more span of its
+// network may be made (and is counted): the execution is traced, and has
+// made fewer than maxNetAudit. The caller holds l.mu.
+func (l *netLog) spanParent() (trace.SpanContext, bool) {
+	parent := l.caller.Trace
+	if !parent.IsValid() || l.spans >= maxNetAudit {
+		return parent, false
+	}
+	l.spans++
+	return parent, true
+}
+
 // trace puts the trace context of a request to an API that propagates it
 // into h: that of a span of its own, the execution's child, which the
 // returned end ends. Untraced, or past maxNetAudit spans, h gets nothing.
 func (l *netLog) trace(name, method string, h http.Header) (end func()) {
 	l.mu.Lock()
-	parent := l.caller.Trace
-	spanIt := parent.IsValid() && l.spans < maxNetAudit
-	if spanIt {
-		l.spans++
-	}
+	parent, spanIt := l.spanParent()
 	l.mu.Unlock()
 	if !spanIt {
 		return func() {}
