@@ -37,10 +37,13 @@ type Program struct {
 	Self     string            // where the command, this very binary, is bound; "" for none
 
 	// ReportsExit says that the runner gives its exit code in its report
-	// (Outcome.Exit) and that nothing of the program can write its fd 3:
-	// the execution may end on that report (jail.Spec.ReportedExit). A
-	// runner whose program runs in its own process (Python's) does not,
-	// whatever the program writes there.
+	// (Outcome.Exit), then exits with it, nothing of the program's left to
+	// run: the execution may end on that report (jail.Spec.ReportedExit),
+	// once every process of it has begun to exit. A program that can write
+	// fd 3 itself (Deno's) can only spoil the report, which then has no
+	// exit and the execution waits for init, or forge one, and end with a
+	// code it could have exited with. A runner whose program may run on
+	// after the report (Python's exit handlers) does not.
 	ReportsExit bool
 	// ToolPipes says that the runner takes its tools channel as two
 	// pipes (toolchannel.Options.Pipes): a runtime that can open a pipe by

@@ -189,3 +189,35 @@ return got;
 		t.Errorf("the server served:\n%s\nwant:\n%s", served(), want)
 	}
 }
+
+// On Deno the program can write its result channel, fd 3, as the runner
+// does, and an execution on Deno ends on the runner's report
+// (lang.Program.ReportsExit): the program forges one, with an exit code,
+// from its own process and from a subprocess, then goes on to make a
+// violation and print. The forgery ends nothing early: the execution ends
+// once the program is done, with what it printed after and the violation
+// recorded, and with no result, since the report it spoiled is no result.
+func TestAttackDenoForgedReport(t *testing.T) {
+	src := `Deno.writeTextFileSync("/dev/fd/3", '{"result":"forged","exit":0}');
+const sh = "printf '{\"result\":\"forged\",\"exit\":0}' >&3; sleep 0.5; unshare -U true || echo unshare refused";
+const o = await new Deno.Command("/bin/sh", { args: ["-c", sh] }).output();
+console.log(new TextDecoder().decode(o.stdout).trim());
+await new Promise((r) => setTimeout(r, 500));
+console.log("after the forgery");
+return "real";
+`
+	p := denoPool(t, nil, PoolOptions{Size: 1})
+	x, err := p.Do(context.Background(), Job{Source: []byte(src), File: "main.ts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(x.Stdout, "unshare refused") || !strings.Contains(x.Stdout, "after the forgery") {
+		t.Errorf("the execution ended before the program did: %q %q", x.Stdout, x.Stderr)
+	}
+	if !syscallViolation(x, "unshare") {
+		t.Errorf("no unshare violation recorded: %+v", x.Violations)
+	}
+	if len(x.Result) != 0 || x.Error == nil || x.Error.Name != "CrucibleError" {
+		t.Errorf("the forged report was taken: %s %+v", x.Result, x.Error)
+	}
+}

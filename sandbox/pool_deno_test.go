@@ -128,3 +128,46 @@ func TestPoolDenoMissing(t *testing.T) {
 		t.Errorf("a pool without deno: %v", err)
 	}
 }
+
+// A Deno program ends as on the embedded engine, its report the last of
+// it: its timers run first (what they print is there, and changing the
+// returned value after the return changes nothing); its own unload
+// listeners run, even one added by a timer; Deno.exitCode and Deno.exit
+// give the exit code; an error that a timer throws, or a rejection no one
+// handled, is the program's error.
+func TestPoolDenoEnd(t *testing.T) {
+	p := denoPool(t, nil, PoolOptions{Size: 1})
+	for _, c := range []struct {
+		name, src, result, stdout, errMessage string
+		exit                                  int
+	}{
+		{"timers first", `const o = { n: 1 };
+setTimeout(() => { o.n = 2; console.log("timer"); }, 50);
+return o;
+`, `{"n":1}`, "timer\n", "", 0},
+		{"unload listeners", `addEventListener("unload", () => console.log("unload 1"));
+setTimeout(() => addEventListener("unload", () => console.log("unload 2")), 20);
+return 1;
+`, "1", "unload 1\nunload 2\n", "", 0},
+		{"Deno.exitCode", "Deno.exitCode = 3;\nreturn 1;\n", "1", "", "", 3},
+		{"Deno.exit after the return", "setTimeout(() => Deno.exit(4), 20);\nreturn 1;\n", "1", "", "", 4},
+		{"a timer's error", `setTimeout(() => { throw new RangeError("late"); }, 20);
+return 1;
+`, "", "", "late", 1},
+		{"a hashbang", "#!/usr/bin/env -S deno run\nexport default 1;\n", "1", "", "", 0},
+		{"a function for a result", "return () => 1;\n", "null", "", "", 0},
+		{"an unhandled rejection", "Promise.reject(new Error(\"nobody\"));\nreturn 1;\n", "", "", "nobody", 1},
+	} {
+		awaitReady(t, p, 1)
+		x, err := p.Do(context.Background(), Job{Source: []byte(c.src), File: "main.ts"})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if string(x.Result) != c.result || x.Stdout != c.stdout || x.ExitCode != c.exit {
+			t.Errorf("%s: result %s, stdout %q, exit %d: want %s, %q, %d (%+v)", c.name, x.Result, x.Stdout, x.ExitCode, c.result, c.stdout, c.exit, x.Error)
+		}
+		if (x.Error == nil) != (c.errMessage == "") || x.Error != nil && x.Error.Message != c.errMessage {
+			t.Errorf("%s: error %+v, want %q", c.name, x.Error, c.errMessage)
+		}
+	}
+}

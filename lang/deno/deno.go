@@ -164,7 +164,7 @@ func command(denoPath string, args ...string) []string {
 }
 
 // env is Deno's environment in the jail: its caches on the jail's /tmp.
-var env = map[string]string{"DENO_DIR": cache, "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1"}
+var env = map[string]string{"DENO_DIR": cache, "DENO_NO_UPDATE_CHECK": "1", "NO_COLOR": "1", "DENO_EMIT_CACHE_MODE": "disable", "DENO_NO_PACKAGE_JSON": "1"}
 
 // Program runs src, a program named like file, with the deno binary at
 // denoPath; ext, if not "", is its extension whatever file's says (see
@@ -173,13 +173,14 @@ func Program(src []byte, file, ext, denoPath string) *lang.Program {
 	name := Name(file, ext)
 	main := dir + "/main" + path.Ext(name)
 	return &lang.Program{
-		Lang:      lang.Deno,
-		Main:      main,
-		Args:      command(denoPath, main, name),
-		Env:       env,
-		Files:     map[string][]byte{main: src, runner: runnerSource},
-		ReadOnly:  []string{denoPath},
-		ToolPipes: true,
+		Lang:        lang.Deno,
+		Main:        main,
+		Args:        command(denoPath, main, name),
+		Env:         env,
+		Files:       map[string][]byte{main: src, runner: runnerSource},
+		ReadOnly:    []string{denoPath},
+		ToolPipes:   true,
+		ReportsExit: true, // see run.js's end
 	}
 }
 
@@ -199,12 +200,13 @@ func CheckedProgram(src []byte, file, ext, denoPath, declarations string) *lang.
 // program of a warm jail.
 func WarmProgram(denoPath string) *lang.Program {
 	return &lang.Program{
-		Lang:      lang.Deno,
-		Args:      command(denoPath, "--warm"),
-		Env:       env,
-		Files:     map[string][]byte{runner: runnerSource},
-		ReadOnly:  []string{denoPath},
-		ToolPipes: true,
+		Lang:        lang.Deno,
+		Args:        command(denoPath, "--warm"),
+		Env:         env,
+		Files:       map[string][]byte{runner: runnerSource},
+		ReadOnly:    []string{denoPath},
+		ToolPipes:   true,
+		ReportsExit: true, // see run.js's end
 	}
 }
 

@@ -7,11 +7,14 @@ const encoder = new TextEncoder();
 // The runner's own JSON, taken before the program can replace the global's.
 const { parse, stringify } = JSON;
 
+// report writes text on the result channel, opened once: a warm worker's
+// ready mark, then the outcome.
+let results = null;
 function report(text) {
   try {
-    const out = Deno.openSync("/dev/fd/3", { write: true });
-    out.writeSync(encoder.encode(text));
-    out.close();
+    results ??= Deno.openSync("/dev/fd/3", { write: true });
+    const bytes = encoder.encode(text);
+    for (let off = 0; off < bytes.length;) off += results.writeSync(bytes.subarray(off));
   } catch {
     // no result channel (or the program closed it)
   }
@@ -169,19 +172,21 @@ const scriptPrefix = `export default await (async () => {globalThis[Symbol.for("
 const scriptSuffix = "\n})();\n";
 const work = "/tmp/.crucible"; // the forms' files, on the jail's /tmp
 
+// forms makes the forms' folders.
+function forms() {
+  for (const form of ["script", "module"]) Deno.mkdirSync(`${work}/${form}`, { recursive: true });
+}
+
 async function load(source, name) {
-  for (const form of ["script", "module"]) {
-    Deno.mkdirSync(`${work}/${form}`, { recursive: true });
-  }
   const script = `${work}/script/${name}`, module = `${work}/module/${name}`;
   Deno.writeTextFileSync(script, scriptPrefix + source + scriptSuffix);
-  Deno.writeTextFileSync(module, source);
   try {
     return await import("file://" + script);
   } catch (e) {
     if (globalThis[ran]) throw e; // it ran, and failed: its error is the program's
   }
   try {
+    Deno.writeTextFileSync(module, source);
     return await import("file://" + module);
   } catch (e) {
     throw syntaxError(e);
@@ -286,10 +291,20 @@ function checkError(text, form, name, out) {
   return err;
 }
 
+// readStdin reads all of stdin, the job, at once: nothing else of the
+// runner's has to run meanwhile.
+function readStdin() {
+  const chunks = [], chunk = new Uint8Array(64 << 10);
+  for (let n; (n = Deno.stdin.readSync(chunk)) !== null;) chunks.push(chunk.slice(0, n));
+  const all = new Uint8Array(chunks.reduce((size, c) => size + c.length, 0));
+  chunks.reduce((off, c) => (all.set(c, off), off + c.length), 0);
+  return new TextDecoder().decode(all);
+}
+
 // job reads a warm worker's job from stdin, once ready: {source, name}.
 async function job() {
   report("\n"); // ready: the pool may hand this jail work now (lang.ReadyMark)
-  const input = parse(new TextDecoder().decode(await new Response(Deno.stdin.readable).arrayBuffer()));
+  const input = parse(readStdin());
   if (typeof input?.source !== "string" || typeof input?.name !== "string") throw new Error("no name and program");
   if (input.check !== undefined && typeof input.check !== "string") throw new Error("declarations that are no string");
   // The workspace may have been bound over our working directory while
@@ -301,9 +316,53 @@ async function job() {
 // warm readies what every program uses before the job comes: the module
 // loader and the TypeScript transpiler.
 async function warm() {
-  Deno.mkdirSync(work, { recursive: true });
+  forms();
   Deno.writeTextFileSync(`${work}/warm.ts`, "export default (1 as number);\n");
   await import("file://" + `${work}/warm.ts`);
+}
+
+// The end of an execution: the report, then Deno.exit at once. Deno's own
+// way out (once its event loop is empty) tears its runtime down first,
+// which costs a warm execution more than the program did; nothing of the
+// program is left to run by then. The report carries the exit code, so
+// the execution may end on it (lang.Program.ReportsExit). fields are the
+// report's members but its exit, as JSON text; the first end is the one.
+let ended = false;
+function end(fields, code) {
+  if (ended) return;
+  ended = true;
+  report(`{${fields},"exit":${code}}`);
+  Deno.exit(code);
+}
+function failed(e) {
+  const err = describe(e);
+  console.error(err.stack || `${err.name}: ${err.message}`);
+  end(`"error":${stringify(err)}`, 1);
+}
+// An error nothing caught ends the program with it, as on the embedded
+// engine: thrown by a timer's callback, or a rejection nobody handled
+// (which Deno, unlike the embedded engine, counts as uncaught).
+globalThis.addEventListener("error", (e) => {
+  e.preventDefault();
+  failed(e.error);
+});
+globalThis.addEventListener("unhandledrejection", (e) => {
+  e.preventDefault();
+  failed(e.reason);
+});
+
+// settle reports the program's result once its event loop is empty, as
+// the embedded engine does: its timers and the work they started come
+// first, and so do its own unload listeners, which run before the
+// runner's (put last again as the loop empties, in case the program added
+// one since).
+function settle(text) {
+  const done = () => end(`"result":${text}`, Deno.exitCode);
+  globalThis.addEventListener("unload", done);
+  globalThis.addEventListener("beforeunload", () => {
+    globalThis.removeEventListener("unload", done);
+    globalThis.addEventListener("unload", done);
+  });
 }
 
 try {
@@ -312,6 +371,7 @@ try {
     await warm();
     ({ source, name, check: declarations } = await job());
   } else {
+    forms();
     source = Deno.readTextFileSync(Deno.args[0]);
     name = Deno.args[1];
     if (Deno.args[2] === "--check") declarations = Deno.readTextFileSync(Deno.args[3]);
@@ -319,16 +379,15 @@ try {
   if (declarations !== undefined) await check(source, name, declarations);
   const mod = await load(source, name);
   const value = await mod.default;
+  // Encoded now, with the runner's own JSON: what the program does after
+  // it returns cannot change its result.
   let text;
   try {
-    text = stringify({ result: value === undefined ? null : value });
+    text = stringify(value === undefined ? null : value) ?? "null"; // a function's, a symbol's
   } catch (e) {
     throw new TypeError("the result cannot be encoded as JSON: " + (e?.message ?? e));
   }
-  report(text);
+  settle(text);
 } catch (e) {
-  const err = describe(e);
-  console.error(err.stack || `${err.name}: ${err.message}`);
-  report(stringify({ error: err }));
-  Deno.exit(1);
+  failed(e);
 }
