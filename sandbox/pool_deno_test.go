@@ -129,12 +129,23 @@ func TestPoolDenoMissing(t *testing.T) {
 	}
 }
 
+// microtasksFirst queues a timer, then a microtask, and takes 20 ms
+// before it awaits the timer: the timer is due by then.
+const microtasksFirst = `const order: string[] = [];
+const timer = new Promise((r) => setTimeout(() => r(order.push("timer")), 0));
+queueMicrotask(() => order.push("microtask"));
+const t = performance.now();
+while (performance.now() - t < 20) { /* the timer falls due */ }
+order.push("sync");
+await timer;
+`
+
 // A Deno program ends as on the embedded engine, its report the last of
 // it: its timers run first (what they print is there, and changing the
 // returned value after the return changes nothing); its own unload
 // listeners run, even one added by a timer; Deno.exitCode and Deno.exit
 // give the exit code; an error that a timer throws, or a rejection no one
-// handled, is the program's error.
+// handled, is the program's error. Microtasks come before a timer due.
 func TestPoolDenoEnd(t *testing.T) {
 	p := denoPool(t, nil, PoolOptions{Size: 1})
 	for _, c := range []struct {
@@ -154,6 +165,12 @@ return 1;
 		{"a timer's error", `setTimeout(() => { throw new RangeError("late"); }, 20);
 return 1;
 `, "", "", "late", 1},
+		// Deno's import() of a module that awaits at its top level ran a
+		// due timer before the microtasks that the module's first part
+		// queued; the runner's fence puts them back in order, in either
+		// form.
+		{"microtasks before a timer", microtasksFirst + "return order;\n", `["sync","microtask","timer"]`, "", "", 0},
+		{"microtasks before a timer, a module", microtasksFirst + "export default order;\n", `["sync","microtask","timer"]`, "", "", 0},
 		{"a hashbang", "#!/usr/bin/env -S deno run\nexport default 1;\n", "1", "", "", 0},
 		{"a function for a result", "return () => 1;\n", "null", "", "", 0},
 		{"an unhandled rejection", "Promise.reject(new Error(\"nobody\"));\nreturn 1;\n", "", "", "nobody", 1},

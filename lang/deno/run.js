@@ -167,8 +167,18 @@ define("fs", Object.freeze({
 // form is tried first; should it not parse, the module form runs. The
 // wrapper keeps the program's lines where they are. A script form that
 // began to run and failed is reported as it failed: it is never run twice.
+//
+// Both forms begin with a fence, an await before any of the program.
+// Deno evaluates a module that an import() brings, and that awaits at its
+// top level (both forms do), in a turn of its event loop that goes on to
+// the timers due before it runs the microtasks that the module's first
+// part queued: a 0 ms timer set there, due once that part took a
+// millisecond, ran ahead of them (the corpus's timers_order.js, now and
+// then, on a loaded machine). After the fence, the program runs as a
+// microtask, and its own microtasks follow it at once.
+const fence = "await 0;";
 const ran = Symbol.for("crucible.ran");
-const scriptPrefix = `export default await (async () => {globalThis[Symbol.for("crucible.ran")] = true;`;
+const scriptPrefix = fence + `export default await (async () => {globalThis[Symbol.for("crucible.ran")] = true;`;
 const scriptSuffix = "\n})();\n";
 const work = "/tmp/.crucible"; // the forms' files, on the jail's /tmp
 
@@ -186,10 +196,11 @@ async function load(source, name) {
     if (globalThis[ran]) throw e; // it ran, and failed: its error is the program's
   }
   try {
-    Deno.writeTextFileSync(module, source);
+    // A hashbang line stays a comment, of its length, after the fence.
+    Deno.writeTextFileSync(module, fence + source.replace(/^#!/, "//"));
     return await import("file://" + module);
   } catch (e) {
-    throw syntaxError(e);
+    throw syntaxError(e, module);
   }
 }
 
@@ -198,7 +209,7 @@ async function load(source, name) {
 // mistake is. Deno's parser says it in a TypeError whose message begins
 // "SyntaxError: ", then the line, then where; V8's, in a SyntaxError whose
 // message ends with where.
-function syntaxError(e) {
+function syntaxError(e, module) {
   const lines = String(e?.message ?? "").split("\n");
   let message, at;
   if (e instanceof TypeError && lines[0].startsWith("SyntaxError: ")) {
@@ -212,6 +223,9 @@ function syntaxError(e) {
   } else {
     return e;
   }
+  // On the module's first line, a column is the program's past the fence.
+  const first = `file://${module}:1:`;
+  at = at.map((l) => (l.startsWith(first) ? first + Math.max(1, Number(l.slice(first.length)) - fence.length) : l));
   const err = new SyntaxError(message);
   err.stack = `SyntaxError: ${message}` + at.map((l) => "\n    at " + l).join("");
   return err;
