@@ -113,6 +113,8 @@ func TestEnginesDiffer(t *testing.T) {
 		{"AbortSignal.timeout", `return typeof AbortSignal.timeout`, `"undefined"`, `"function"`},
 		{"Response.body", `return new Response("x").body === null`, "true", "false"},
 		{"Deno", `return typeof Deno`, `"undefined"`, `"object"`},
+		{"an unhandled rejection", "Promise.reject(new Error(\"nobody\"));\nreturn 1", "1", "Error"},
+		{"a timer's error", "setTimeout(() => { throw new RangeError(\"late\"); }, 10);\nreturn 1", "RangeError", "RangeError"},
 		{"fs and env", `return [typeof fs.readTextFile, typeof env]`, `["function","object"]`, `["function","object"]`},
 	}
 	onEngines(t, nil, func(t *testing.T, cfg *config.Config) {
