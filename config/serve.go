@@ -101,8 +101,9 @@ type Serve struct {
 	// TypeCheck type-checks every TypeScript and JavaScript program before
 	// it runs, as execute's check: true does (a program that does not
 	// pass does not run). It needs them on Deno (runtimes.engine deno, or
-	// auto with a deno binary): serve refuses to start otherwise. Default
-	// false.
+	// auto with a deno binary): serve refuses to start otherwise. Its
+	// pool's workers wait with the checker started, so that a check is
+	// warm. Default false.
 	TypeCheck bool `yaml:"typecheck"`
 	// Skills is a host directory of reusable programs, read-only at
 	// /skills in the jail and listed as MCP resources. Default "": none.

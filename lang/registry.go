@@ -17,6 +17,11 @@ type Settings struct {
 	JSHeap  int64  // the embedded engine's heap, in bytes
 	JSStack int    // its call depth, in frames
 
+	// WarmChecker has a warm worker ready a type checker too, for every
+	// program is type-checked (serve.typecheck); a runtime that has none
+	// checks as it would without.
+	WarmChecker bool
+
 	// Timeout is the execution's wall-time limit, which the jail enforces:
 	// a runtime that can stop the program a little before it may say why.
 	Timeout time.Duration

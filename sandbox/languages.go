@@ -148,7 +148,7 @@ func Engine(cfg *config.Config) string {
 func settings(cfg *config.Config) lang.Settings {
 	r := &cfg.Runtimes
 	return lang.Settings{Python: r.Python, Deno: r.Deno, JSHeap: int64(r.JSHeap), JSStack: r.JSStack,
-		Timeout: time.Duration(cfg.Sandbox.Timeout)}
+		Timeout: time.Duration(cfg.Sandbox.Timeout), WarmChecker: cfg.Serve.TypeCheck}
 }
 
 // Language is what a front end offers of a language: the registry

@@ -2,8 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +40,16 @@ func checkedTools(t *testing.T) (*config.Config, *Tools, *TypeCheck) {
 // SyntaxError it is.
 func TestTypeCheck(t *testing.T) {
 	cfg, tools, check := checkedTools(t)
-	p := denoPool(t, cfg, PoolOptions{Size: 1, Tools: tools})
+	for _, warm := range []bool{false, true} {
+		c := *cfg
+		c.Serve.TypeCheck = warm // a worker that readies the checker
+		t.Run(map[bool]string{false: "cold checker", true: "warm checker"}[warm], func(t *testing.T) {
+			testTypeCheck(t, denoPool(t, &c, PoolOptions{Size: 1, Tools: tools}), check)
+		})
+	}
+}
+
+func testTypeCheck(t *testing.T, p *Pool, check *TypeCheck) {
 	const effects = "console.log(\"ran\");\nDeno.writeTextFileSync(\"/tmp/ran\", \"\");\n"
 	for _, c := range []struct {
 		name, file, src, result string
@@ -73,14 +87,72 @@ export default n;`, "", []string{"m.ts:3:50 TS2322 "}},
 				t.Errorf("%s: exit %d, %+v; want a TypeCheckError at %s", c.name, x.ExitCode, x.Error, d)
 			}
 		}
-		if strings.Contains(x.Stdout, "ran") || len(x.ToolCalls) > 0 {
-			t.Errorf("%s: the program ran: %q, %d tool calls", c.name, x.Stdout, len(x.ToolCalls))
+		if strings.Contains(x.Stdout, "ran") || len(x.ToolCalls) > 0 || len(x.Violations) > 0 {
+			t.Errorf("%s: the program ran: %q, %d tool calls, violations %+v", c.name, x.Stdout, len(x.ToolCalls), x.Violations)
 		}
 	}
 
 	x, err := p.Do(context.Background(), Job{Source: []byte("return 1 +;"), File: "execute.ts", TypeCheck: check})
 	if err != nil || x.Error == nil || x.Error.Name != "SyntaxError" || !strings.Contains(x.Error.Stack, "execute.ts:1:") {
 		t.Errorf("a program that does not parse: %v %+v", err, x)
+	}
+}
+
+// checkers are the warm checkers (`deno lsp`) of this process's jails:
+// each a child of a Deno worker, a child of a jail's init, itself a child
+// of this process. (Other packages' tests run jails of their own.)
+func checkers() []int {
+	ents, _ := os.ReadDir("/proc")
+	var found []int
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(b), "\x00")
+		if err == nil && len(args) > 1 && path.Base(args[0]) == "deno" && args[1] == "lsp" &&
+			parent(parent(parent(e.Name()))) == strconv.Itoa(os.Getpid()) {
+			pid, _ := strconv.Atoi(e.Name())
+			found = append(found, pid)
+		}
+	}
+	return found
+}
+
+// Under serve.typecheck, a Deno worker waits with its checker started
+// (Deno's language server, in the worker's jail), checks with it, and
+// kills it before any of the program runs, checked or not: the program
+// finds no checker among the jail's processes. A checker that died while
+// its worker waited leaves the check to `deno check`: the program is
+// checked all the same, and does not run.
+func TestTypeCheckWarm(t *testing.T) {
+	cfg, tools, check := checkedTools(t)
+	cfg.Serve.TypeCheck = true
+	p := denoPool(t, cfg, PoolOptions{Size: 1, Tools: tools})
+	const procs = `const ps = new Deno.Command("/bin/sh", { args: ["-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"] }).outputSync();
+return new TextDecoder().decode(ps.stdout).includes(" lsp ");
+`
+	for _, checked := range []*TypeCheck{check, nil} {
+		awaitReady(t, p, 1)
+		if n := len(checkers()); n != 1 {
+			t.Fatalf("%d checkers wait, want 1", n)
+		}
+		x, err := p.Do(context.Background(), Job{Source: []byte(procs), File: "execute.ts", TypeCheck: checked})
+		if err != nil || x.Error != nil || string(x.Result) != "false" {
+			t.Errorf("checked %v: %v %s %+v\n%s", checked != nil, err, x.Result, x.Error, x.Stderr)
+		}
+	}
+
+	awaitReady(t, p, 1)
+	for _, pid := range checkers() {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, err := p.Do(context.Background(), Job{Source: []byte("const n: number = \"one\";\nconsole.log(\"ran\");\nreturn n;\n"), File: "execute.ts", TypeCheck: check})
+	if err != nil || x.Error == nil || x.Error.Name != "TypeCheckError" || !strings.Contains(x.Error.Message, "\nexecute.ts:1:7 TS2322 ") || strings.Contains(x.Stdout, "ran") {
+		t.Errorf("a checker that died: %v %+v %+v", err, x, x.Error)
+	}
+	p.Close()
+	if n := checkers(); len(n) != 0 {
+		t.Errorf("checkers after Close: %v", n)
 	}
 }
 

@@ -197,11 +197,17 @@ func CheckedProgram(src []byte, file, ext, denoPath, declarations string) *lang.
 }
 
 // WarmProgram is the runner, readied, waiting for its [Job] on stdin: the
-// program of a warm jail.
-func WarmProgram(denoPath string) *lang.Program {
+// program of a warm jail. With checker, it readies Deno's type checker
+// too (its language server, killed before the program runs), so that a
+// job's check is warm.
+func WarmProgram(denoPath string, checker bool) *lang.Program {
+	args := command(denoPath, "--warm")
+	if checker {
+		args = append(args, "--checker")
+	}
 	return &lang.Program{
 		Lang:        lang.Deno,
-		Args:        command(denoPath, "--warm"),
+		Args:        args,
 		Env:         env,
 		Files:       map[string][]byte{runner: runnerSource},
 		ReadOnly:    []string{denoPath},

@@ -81,7 +81,7 @@ func TestName(t *testing.T) {
 // Deno gets no --allow-all, and no FFI: its walls are the flags the
 // runner is started with.
 func TestPermissions(t *testing.T) {
-	for _, p := range []*lang.Program{Program([]byte("1"), "-", "", "/usr/bin/deno"), WarmProgram("/usr/bin/deno")} {
+	for _, p := range []*lang.Program{Program([]byte("1"), "-", "", "/usr/bin/deno"), WarmProgram("/usr/bin/deno", false)} {
 		args := strings.Join(p.Args, " ")
 		if strings.Contains(args, " -A ") || strings.Contains(args, "--allow-all") || !strings.Contains(args, " --deny-ffi ") ||
 			!strings.Contains(args, " --allow-read=/workspace,") {

@@ -50,7 +50,7 @@ func As(name string, exts []string, ext string) lang.Language {
 				if err != nil {
 					return nil, err
 				}
-				return WarmProgram(bin), nil
+				return WarmProgram(bin, s.WarmChecker), nil
 			},
 			Input:     func(src []byte, file string) ([]byte, error) { return Input(src, file, ext) },
 			SaysReady: true, // run.js's job()

@@ -232,42 +232,52 @@ function syntaxError(e, module) {
 }
 
 // check type-checks the program before it runs, against declarations
-// (the tools' and the runner's globals), with Deno's own checker in a
-// process of its own inside the jail: in the script form, else (should
-// that not parse) in the module form. It throws a TypeCheckError that
-// lists the diagnostics, each at the program's own line, if the program
-// does not pass, or if the check could not finish: either way the
-// program does not run. A program that parses in neither form is left to
-// load, which reports its SyntaxError and runs nothing.
+// (the tools' and the runner's globals), with Deno's own checker inside
+// the jail: the warm one if this worker readied it, else `deno check` in
+// a process of its own, in the script form, else (should that not parse)
+// in the module form. It throws a TypeCheckError that lists the
+// diagnostics, each at the program's own line, if the program does not
+// pass, or if the check could not finish: either way the program does not
+// run. A program that parses in neither form is left to load, which
+// reports its SyntaxError and runs nothing.
 async function check(source, name, declarations) {
-  const dir = `${work}/check`;
-  Deno.mkdirSync(`${dir}/module`, { recursive: true });
-  Deno.writeTextFileSync(`${dir}/crucible.d.ts`, declarations);
-  const compilerOptions = { types: ["./crucible.d.ts"], checkJs: true, noImplicitAny: false, useUnknownInCatchVariables: false };
-  Deno.writeTextFileSync(`${dir}/deno.json`, stringify({ compilerOptions, lock: false }));
+  if (checker) {
+    const diags = await warmCheck(source, name, declarations).catch(() => null);
+    if (diags) {
+      if (diags.length) throw checkFailed(diags, "");
+      return;
+    }
+  }
+  Deno.mkdirSync(`${checkDir}/module`, { recursive: true });
+  Deno.writeTextFileSync(`${checkDir}/crucible.d.ts`, declarations);
+  const config = { compilerOptions: { ...compilerOptions, types: ["./crucible.d.ts"] }, lock: false };
+  Deno.writeTextFileSync(`${checkDir}/deno.json`, stringify(config));
   const forms = [
-    { file: `${dir}/${name}`, text: checkPrefix + source + scriptSuffix, shift: checkPrefix.length },
-    { file: `${dir}/module/${name}`, text: source, shift: 0 },
+    { file: `${checkDir}/${name}`, text: checkPrefix + source + scriptSuffix, shift: checkPrefix.length },
+    { file: `${checkDir}/module/${name}`, text: source, shift: 0 },
   ];
   const decoder = new TextDecoder();
   for (const form of forms) {
     Deno.writeTextFileSync(form.file, form.text);
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["check", "--quiet", "--no-lock", "--config", `${dir}/deno.json`, form.file],
+      args: ["check", "--quiet", "--no-lock", "--config", `${checkDir}/deno.json`, form.file],
       stdin: "null", stdout: "piped", stderr: "piped",
     }).output();
     if (out.success) return;
     const text = decoder.decode(out.stdout) + decoder.decode(out.stderr);
     if (/^error: SyntaxError: /m.test(text)) continue; // not this form
-    throw checkError(text, form, name, out);
+    const diags = coldDiagnostics(text, form, name);
+    throw checkFailed(diags, out.signal ? `killed by ${out.signal}` : `exit ${out.code}`);
   }
 }
+const checkDir = `${work}/check`;
 const checkPrefix = "export default await (async () => {";
+const compilerOptions = { checkJs: true, noImplicitAny: false, useUnknownInCatchVariables: false };
 const maxDiagnostics = 20;
 
-// checkError is the TypeCheckError of a check that failed: its
-// diagnostics, "name:line:column TSnnnn message", the program's own.
-function checkError(text, form, name, out) {
+// coldDiagnostics are the diagnostics that `deno check` printed of a form:
+// {code: "TSnnnn", message, at: "name:line:column"}, the program's own.
+function coldDiagnostics(text, form, name) {
   const diags = [];
   let current = null;
   for (const line of text.split("\n")) {
@@ -289,9 +299,15 @@ function checkError(text, form, name, out) {
       current.at = `${file}:${row}:${col}`;
     }
   }
+  return diags;
+}
+
+// checkFailed is the TypeCheckError of a check that failed: its
+// diagnostics, "name:line:column TSnnnn message"; with none, the check
+// could not finish (why says how it ended).
+function checkFailed(diags, why) {
   let message;
   if (diags.length === 0) {
-    const why = out.signal ? `killed by ${out.signal}` : `exit ${out.code}`;
     message = `the type check could not finish (${why}), so the program did not run`;
   } else {
     const lines = diags.slice(0, maxDiagnostics).map((d) => `${d.at} ${d.code} ${d.message}`);
@@ -305,6 +321,168 @@ function checkError(text, form, name, out) {
   return err;
 }
 
+// The warm checker, a worker's under serve.typecheck: Deno's language
+// server, started in the jail while the worker waits and readied with a
+// check of its own, so that a job's check costs what its program adds,
+// not the libraries' types (about a second, every time, for `deno
+// check`). It is killed before the program runs.
+let checker = null;
+
+// warmChecker starts the warm checker; should it fail, checks are cold.
+async function warmChecker() {
+  Deno.mkdirSync(`${checkDir}/module`, { recursive: true });
+  Deno.writeTextFileSync(`${checkDir}/deno.json`, stringify({ compilerOptions, lock: false }));
+  const server = languageServer();
+  try {
+    await server.request("initialize", {
+      processId: null, rootUri: "file://" + checkDir,
+      capabilities: { textDocument: { diagnostic: {} }, workspace: { configuration: true } },
+      initializationOptions: { ...serverSettings, config: `${checkDir}/deno.json` },
+    });
+    server.notify("initialized", {});
+    await server.diagnostics(`file://${checkDir}/warm.ts`, "export default (1 as number);\n");
+    checker = server;
+  } catch {
+    server.kill();
+  }
+}
+const serverSettings = { enable: true, lint: false };
+
+// warmCheck checks the program with the warm checker in the form that
+// load will run: its diagnostics, or null if it cannot tell (an import it
+// has not fetched, which `deno check` fetches). The declarations are a
+// document of their own, which the program's form references on a line
+// before the program's.
+async function warmCheck(source, name, declarations) {
+  const declared = `${checkDir}/crucible.d.ts`;
+  checker.open("file://" + declared, declarations);
+  const script = await parsesAsScript(source, name);
+  const form = script
+    ? { file: `${checkDir}/${name}`, text: checkPrefix + source + scriptSuffix, shift: checkPrefix.length, up: "." }
+    : { file: `${checkDir}/module/${name}`, text: source.replace(/^#!/, "//"), shift: 0, up: ".." };
+  const reference = `/// <reference path="${form.up}/crucible.d.ts" />\n`; // relative, or tsc cannot resolve it
+  const items = await checker.diagnostics("file://" + form.file, reference + form.text);
+  // Not the checker's to judge: a module that it has not fetched, or a
+  // program whose module form may not parse either (TS1xxx: the parser's
+  // and the grammar's), which `deno check` tells apart.
+  if (items.some((d) => d.source !== "deno-ts" || (!script && d.code >= 1000 && d.code < 2000))) return null;
+  return items.filter((d) => d.severity === 1).map((d) => {
+    const row = Math.max(1, d.range.start.line); // the reference's line is 0
+    let col = d.range.start.character + 1;
+    if (row === 1) col = Math.max(1, col - form.shift);
+    return { code: `TS${d.code}`, message: String(d.message).split("\n")[0], at: `${name}:${row}:${col}` };
+  });
+}
+
+// parsesAsScript says whether the program parses in the script form, which
+// load tries first: Deno's own parser reads it, in a file that throws
+// before any of it runs (the fence's place, its length).
+async function parsesAsScript(source, name) {
+  const probe = `${work}/probe/${name}`;
+  Deno.mkdirSync(`${work}/probe`, { recursive: true });
+  Deno.writeTextFileSync(probe, "throw 0;" + scriptPrefix.slice(fence.length) + source + scriptSuffix);
+  try {
+    await import("file://" + probe);
+  } catch (e) {
+    return e === 0;
+  }
+  return false;
+}
+
+// languageServer starts `deno lsp` and speaks its protocol (JSON-RPC over
+// its stdin and stdout, each message after a Content-Length header): the
+// requests that a check needs, and answers to the server's own.
+function languageServer() {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["lsp"], stdin: "piped", stdout: "piped", stderr: "null",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const kill = () => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // it has ended
+    }
+  };
+  const pending = new Map();
+  let seq = 0, gone = null;
+  const send = (msg) => {
+    const body = encoder.encode(stringify({ jsonrpc: "2.0", ...msg }));
+    writer.write(encoder.encode(`Content-Length: ${body.length}\r\n\r\n`)).catch(() => {});
+    writer.write(body).catch(() => {});
+  };
+  const receive = (msg) => {
+    if (msg.method === undefined) {
+      const p = pending.get(msg.id);
+      pending.delete(msg.id);
+      if (msg.error) p?.reject(new Error(String(msg.error.message)));
+      else p?.resolve(msg.result);
+    } else if (msg.id !== undefined) {
+      const items = msg.params?.items;
+      const result = msg.method === "workspace/configuration" && Array.isArray(items) ? items.map(() => serverSettings) : null;
+      send({ id: msg.id, result });
+    }
+  };
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    let buf = new Uint8Array(0);
+    try {
+      for await (const chunk of child.stdout) {
+        const more = new Uint8Array(buf.length + chunk.length);
+        more.set(buf);
+        more.set(chunk, buf.length);
+        buf = more;
+        for (;;) {
+          const head = decoder.decode(buf.subarray(0, Math.min(buf.length, 256)));
+          const end = head.indexOf("\r\n\r\n");
+          if (end < 0) break;
+          const length = Number(/Content-Length: *(\d+)/i.exec(head.slice(0, end))?.[1]);
+          if (!(length >= 0)) throw new Error("a message with no length");
+          const start = encoder.encode(head.slice(0, end + 4)).length;
+          if (buf.length < start + length) break;
+          receive(parse(decoder.decode(buf.subarray(start, start + length))));
+          buf = buf.slice(start + length);
+        }
+      }
+    } catch {
+      // the server ended, or spoke out of turn: it is done
+    }
+    gone = new Error("the type checker ended");
+    for (const p of pending.values()) p.reject(gone);
+    pending.clear();
+    kill();
+  })();
+  const server = {
+    request(method, params) {
+      if (gone) return Promise.reject(gone);
+      const id = ++seq;
+      send({ id, method, params });
+      return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+    },
+    notify(method, params) {
+      if (!gone) send({ method, params });
+    },
+    open(uri, text) {
+      const languageId = /\.[cm]?js$/.test(uri) ? "javascript" : /\.jsx$/.test(uri) ? "javascriptreact" : /\.tsx$/.test(uri) ? "typescriptreact" : "typescript";
+      server.notify("textDocument/didOpen", { textDocument: { uri, languageId, version: 1, text } });
+    },
+    // diagnostics opens a document and pulls its diagnostics.
+    async diagnostics(uri, text) {
+      server.open(uri, text);
+      const report = await server.request("textDocument/diagnostic", { textDocument: { uri } });
+      return Array.isArray(report?.items) ? report.items : [];
+    },
+    // kill ends the server at once; close waits until it has.
+    kill,
+    async close() {
+      kill();
+      await child.status;
+      await reading;
+    },
+  };
+  return server;
+}
+
 // readStdin reads all of stdin, the job, at once: nothing else of the
 // runner's has to run meanwhile.
 function readStdin() {
@@ -316,7 +494,7 @@ function readStdin() {
 }
 
 // job reads a warm worker's job from stdin, once ready: {source, name}.
-async function job() {
+function job() {
   report("\n"); // ready: the pool may hand this jail work now (lang.ReadyMark)
   const input = parse(readStdin());
   if (typeof input?.source !== "string" || typeof input?.name !== "string") throw new Error("no name and program");
@@ -328,11 +506,12 @@ async function job() {
 }
 
 // warm readies what every program uses before the job comes: the module
-// loader and the TypeScript transpiler.
-async function warm() {
+// loader and the TypeScript transpiler; and, with the checker, that.
+async function warm(withChecker) {
   forms();
   Deno.writeTextFileSync(`${work}/warm.ts`, "export default (1 as number);\n");
   await import("file://" + `${work}/warm.ts`);
+  if (withChecker) await warmChecker();
 }
 
 // The end of an execution: the report, then Deno.exit at once. Deno's own
@@ -345,6 +524,7 @@ let ended = false;
 function end(fields, code) {
   if (ended) return;
   ended = true;
+  checker?.kill(); // an execution ends once all of it is exiting
   report(`{${fields},"exit":${code}}`);
   Deno.exit(code);
 }
@@ -382,8 +562,8 @@ function settle(text) {
 try {
   let source, name, declarations;
   if (Deno.args[0] === "--warm") {
-    await warm();
-    ({ source, name, check: declarations } = await job());
+    await warm(Deno.args[1] === "--checker");
+    ({ source, name, check: declarations } = job());
   } else {
     forms();
     source = Deno.readTextFileSync(Deno.args[0]);
@@ -391,6 +571,8 @@ try {
     if (Deno.args[2] === "--check") declarations = Deno.readTextFileSync(Deno.args[3]);
   }
   if (declarations !== undefined) await check(source, name, declarations);
+  await checker?.close(); // before any of the program runs
+  checker = null;
   const mod = await load(source, name);
   const value = await mod.default;
   // Encoded now, with the runner's own JSON: what the program does after
