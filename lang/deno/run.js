@@ -328,12 +328,13 @@ function checkFailed(diags, why) {
 // check`). It is killed before the program runs.
 let checker = null;
 
-// warmChecker starts the warm checker; should it fail, checks are cold.
+// warmChecker starts the warm checker; should it fail, or not be ready
+// within warmLimit ms, checks are cold.
 async function warmChecker() {
   Deno.mkdirSync(`${checkDir}/module`, { recursive: true });
   Deno.writeTextFileSync(`${checkDir}/deno.json`, stringify({ compilerOptions, lock: false }));
   const server = languageServer();
-  try {
+  const ready = (async () => {
     await server.request("initialize", {
       processId: null, rootUri: "file://" + checkDir,
       capabilities: { textDocument: { diagnostic: {} }, workspace: { configuration: true } },
@@ -341,12 +342,21 @@ async function warmChecker() {
     });
     server.notify("initialized", {});
     await server.diagnostics(`file://${checkDir}/warm.ts`, "export default (1 as number);\n");
+  })();
+  ready.catch(() => {}); // should the limit come first
+  let timer;
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("late")), warmLimit)));
+  try {
+    await Promise.race([ready, late]);
     checker = server;
   } catch {
     server.kill();
+  } finally {
+    clearTimeout(timer);
   }
 }
 const serverSettings = { enable: true, lint: false };
+const warmLimit = 30_000;
 
 // warmCheck checks the program with the warm checker in the form that
 // load will run: its diagnostics, or null if it cannot tell (an import it
