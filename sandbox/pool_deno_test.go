@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,5 +190,53 @@ return 1;
 		if (x.Error == nil) != (c.errMessage == "") || x.Error != nil && x.Error.Message != c.errMessage {
 			t.Errorf("%s: error %+v, want %q", c.name, x.Error, c.errMessage)
 		}
+	}
+}
+
+// denoProcs are the deno processes of this process's jails that match
+// (given their arguments, two or more), depth generations below this
+// process: a jail's Deno worker is 2 (a child of the jail's init), a
+// process it starts 3. (Other packages' tests run jails of their own.)
+func denoProcs(depth int, match func(args []string) bool) []int {
+	ents, _ := os.ReadDir("/proc")
+	var found []int
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(b), "\x00")
+		if err != nil || len(args) < 2 || path.Base(args[0]) != "deno" || !match(args) {
+			continue
+		}
+		up := e.Name()
+		for range depth {
+			up = parent(up)
+		}
+		if up == strconv.Itoa(os.Getpid()) {
+			pid, _ := strconv.Atoi(e.Name())
+			found = append(found, pid)
+		}
+	}
+	return found
+}
+
+// A Deno worker that dies while it waits (killed here) is dropped: the
+// next program runs in a jail of its own, as if none had been ready.
+func TestPoolDenoWorkerDies(t *testing.T) {
+	p := denoPool(t, nil, PoolOptions{Size: 1})
+	awaitReady(t, p, 1)
+	workers := denoProcs(2, func(args []string) bool { return slices.Contains(args, "--warm") })
+	if len(workers) != 1 {
+		t.Fatalf("%d Deno workers wait, want 1", len(workers))
+	}
+	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Minute); p.Stats().Ready > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("a dead worker still counted ready after a minute: %+v", p.Stats())
+		}
+	}
+	x, err := p.Do(context.Background(), Job{Source: []byte("return 1;\n"), File: "main.ts"})
+	if err != nil || x.Error != nil || string(x.Result) != "1" || x.Jail != "cold" {
+		t.Errorf("after a worker died: %v %+v", err, x)
 	}
 }

@@ -2,11 +2,7 @@ package sandbox
 
 import (
 	"context"
-	"os"
-	"path"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -99,21 +95,9 @@ export default n;`, "", []string{"m.ts:3:50 TS2322 "}},
 }
 
 // checkers are the warm checkers (`deno lsp`) of this process's jails:
-// each a child of a Deno worker, a child of a jail's init, itself a child
-// of this process. (Other packages' tests run jails of their own.)
+// each a child of a Deno worker.
 func checkers() []int {
-	ents, _ := os.ReadDir("/proc")
-	var found []int
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		args := strings.Split(string(b), "\x00")
-		if err == nil && len(args) > 1 && path.Base(args[0]) == "deno" && args[1] == "lsp" &&
-			parent(parent(parent(e.Name()))) == strconv.Itoa(os.Getpid()) {
-			pid, _ := strconv.Atoi(e.Name())
-			found = append(found, pid)
-		}
-	}
-	return found
+	return denoProcs(3, func(args []string) bool { return args[1] == "lsp" })
 }
 
 // Under serve.typecheck, a Deno worker waits with its checker started
