@@ -399,6 +399,32 @@ async function parsesAsScript(source, name) {
   return false;
 }
 
+// readMessages calls receive with each message that stream brings, in
+// the language server protocol's framing (a Content-Length header, a
+// blank line, that many bytes of JSON), until the stream ends.
+async function readMessages(stream, receive) {
+  const decoder = new TextDecoder();
+  let buf = new Uint8Array(0);
+  for await (const chunk of stream) {
+    const more = new Uint8Array(buf.length + chunk.length);
+    more.set(buf);
+    more.set(chunk, buf.length);
+    buf = more;
+    for (;;) {
+      const head = decoder.decode(buf.subarray(0, Math.min(buf.length, 256)));
+      const end = head.indexOf("\r\n\r\n");
+      if (end < 0 && buf.length >= 256) throw new Error("a header too long");
+      if (end < 0) break;
+      const length = Number(/Content-Length: *(\d+)/i.exec(head.slice(0, end))?.[1]);
+      if (!(length >= 0)) throw new Error("a message with no length");
+      const start = encoder.encode(head.slice(0, end + 4)).length;
+      if (buf.length < start + length) break;
+      receive(parse(decoder.decode(buf.subarray(start, start + length))));
+      buf = buf.slice(start + length);
+    }
+  }
+}
+
 // languageServer starts `deno lsp` and speaks its protocol (JSON-RPC over
 // its stdin and stdout, each message after a Content-Length header): the
 // requests that a check needs, and answers to the server's own.
@@ -434,28 +460,10 @@ function languageServer() {
     }
   };
   const reading = (async () => {
-    const decoder = new TextDecoder();
-    let buf = new Uint8Array(0);
     try {
-      for await (const chunk of child.stdout) {
-        const more = new Uint8Array(buf.length + chunk.length);
-        more.set(buf);
-        more.set(chunk, buf.length);
-        buf = more;
-        for (;;) {
-          const head = decoder.decode(buf.subarray(0, Math.min(buf.length, 256)));
-          const end = head.indexOf("\r\n\r\n");
-          if (end < 0) break;
-          const length = Number(/Content-Length: *(\d+)/i.exec(head.slice(0, end))?.[1]);
-          if (!(length >= 0)) throw new Error("a message with no length");
-          const start = encoder.encode(head.slice(0, end + 4)).length;
-          if (buf.length < start + length) break;
-          receive(parse(decoder.decode(buf.subarray(start, start + length))));
-          buf = buf.slice(start + length);
-        }
-      }
+      await readMessages(child.stdout, receive);
     } catch {
-      // the server ended, or spoke out of turn: it is done
+      // the server spoke out of turn: it is done
     }
     gone = new Error("the type checker ended");
     for (const p of pending.values()) p.reject(gone);
