@@ -247,6 +247,8 @@ async function check(source, name, declarations) {
       if (diags.length) throw checkFailed(diags, "");
       return;
     }
+    await checker.close(); // its memory is the cold checker's now
+    checker = null;
   }
   Deno.mkdirSync(`${checkDir}/module`, { recursive: true });
   Deno.writeTextFileSync(`${checkDir}/crucible.d.ts`, declarations);
