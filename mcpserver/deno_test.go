@@ -3,6 +3,9 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -133,6 +136,35 @@ return "ran";`
 			_ = s.Close()
 		}
 		t.Errorf("serve.typecheck on the embedded engine: %v", err)
+	}
+}
+
+// A checked program that imports a skill is checked against the skill's
+// types, by either checker (serve.typecheck's warm one, or execute's
+// check: true, cold): a wrong argument to the skill's function is a
+// TypeCheckError at the program's line, and nothing runs; a right one
+// runs.
+func TestExecuteTypeCheckSkill(t *testing.T) {
+	needDeno(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "greet.ts"), []byte("export const greet = (n: string): string => `hi ${n}`;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, every := range []bool{false, true} {
+		cs := connect(t, ownServer(t, func(c *config.Config) {
+			c.Runtimes.Engine = config.EngineDeno
+			c.Serve.TypeCheck = every
+			c.Serve.Skills = dir
+		}, Options{}))
+		code := "import { greet } from \"/skills/greet.ts\";\nconsole.log(\"ran\");\nexport default greet(%s);\n"
+		res, out := execute(t, cs, map[string]any{"code": fmt.Sprintf(code, "42"), "check": true})
+		if !res.IsError || out == nil || out.Error == nil || out.Error.Name != "TypeCheckError" ||
+			!strings.Contains(out.Error.Message, "execute.ts:3:22 TS2345 ") || strings.Contains(out.Stdout, "ran") {
+			t.Errorf("typecheck %v: a wrong argument to a skill: %q %+v", every, text(res), out)
+		}
+		if res, out := execute(t, cs, map[string]any{"code": fmt.Sprintf(code, `"ada"`), "check": true}); res.IsError || out == nil || string(out.Result) != `"hi ada"` {
+			t.Errorf("typecheck %v: a right one: %q %+v", every, text(res), out)
+		}
 	}
 }
 
