@@ -143,12 +143,17 @@ return "ran";`
 // types, by either checker (serve.typecheck's warm one, or execute's
 // check: true, cold): a wrong argument to the skill's function is a
 // TypeCheckError at the program's line, and nothing runs; a right one
-// runs.
+// runs. A skill's own type errors are not the program's: it runs.
 func TestExecuteTypeCheckSkill(t *testing.T) {
 	needDeno(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "greet.ts"), []byte("export const greet = (n: string): string => `hi ${n}`;\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for name, src := range map[string]string{
+		"greet.ts":  "export const greet = (n: string): string => `hi ${n}`;\n",
+		"sloppy.ts": "const n: number = \"one\";\nexport const two = 2;\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, every := range []bool{false, true} {
 		cs := connect(t, ownServer(t, func(c *config.Config) {
@@ -164,6 +169,10 @@ func TestExecuteTypeCheckSkill(t *testing.T) {
 		}
 		if res, out := execute(t, cs, map[string]any{"code": fmt.Sprintf(code, `"ada"`), "check": true}); res.IsError || out == nil || string(out.Result) != `"hi ada"` {
 			t.Errorf("typecheck %v: a right one: %q %+v", every, text(res), out)
+		}
+		sloppy := "import { two } from \"/skills/sloppy.ts\";\nexport default two;\n"
+		if res, out := execute(t, cs, map[string]any{"code": sloppy, "check": true}); res.IsError || out == nil || string(out.Result) != "2" {
+			t.Errorf("typecheck %v: a skill's own error: %q %+v", every, text(res), out)
 		}
 	}
 }

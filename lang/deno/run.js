@@ -269,7 +269,8 @@ async function check(source, name, declarations) {
     const text = decoder.decode(out.stdout) + decoder.decode(out.stderr);
     if (/^error: SyntaxError: /m.test(text)) continue; // not this form
     const diags = coldDiagnostics(text, form, name);
-    throw checkFailed(diags, out.signal ? `killed by ${out.signal}` : `exit ${out.code}`);
+    if (diags.length > 0 && diags.every((d) => d.other)) return; // none of them the program's
+    throw checkFailed(diags.filter((d) => !d.other), out.signal ? `killed by ${out.signal}` : `exit ${out.code}`);
   }
 }
 const checkDir = `${work}/check`;
@@ -278,7 +279,10 @@ const compilerOptions = { checkJs: true, noImplicitAny: false, useUnknownInCatch
 const maxDiagnostics = 20;
 
 // coldDiagnostics are the diagnostics that `deno check` printed of a form:
-// {code: "TSnnnn", message, at: "name:line:column"}, the program's own.
+// {code: "TSnnnn", message, at: "name:line:column"}, at the program's own
+// lines; other is set on one in another file (a skill's), which is not
+// the program's mistake, as the warm checker, which asks only of the
+// program, never sees it.
 function coldDiagnostics(text, form, name) {
   const diags = [];
   let current = null;
@@ -297,6 +301,7 @@ function coldDiagnostics(text, form, name) {
         if (row === "1") col = String(Math.max(1, Number(col) - form.shift));
       } else {
         file = file.slice(file.lastIndexOf("/") + 1);
+        current.other = true;
       }
       current.at = `${file}:${row}:${col}`;
     }
