@@ -76,8 +76,9 @@ type Warm struct {
 	Worker string
 	// SaysReady: the worker writes ReadyMark on fd 3, before its outcome,
 	// once it is ready and waits for its job, so that a pool hands work to
-	// the jails that can start it at once. Without it, a jail counts as
-	// ready as soon as it is started.
+	// the jails that can start it at once; then TakenMark, once it has read
+	// the job and before any of the program runs. Without it, a jail counts
+	// as ready as soon as it is started.
 	SaysReady bool
 	// Compile, if not nil, is work a worker would do the same way every
 	// time, done once for all of them: a pool runs its Program once, in a
@@ -98,6 +99,12 @@ type Compile struct {
 // ReadyMark is what a worker that SaysReady writes first on fd 3: a
 // newline, which a reader of the outcome's JSON would skip anyway.
 const ReadyMark = '\n'
+
+// TakenMark is what a worker that SaysReady writes next on fd 3, once it
+// has read its job and before any of the program runs: a newline too. A
+// jail that ended without it never ran any of the program, so that its
+// job may run in another.
+const TakenMark = '\n'
 
 // Default is the language of a program whose file names none.
 const Default = TypeScript

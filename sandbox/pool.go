@@ -99,10 +99,13 @@ var ErrPoolClosed = errors.New("sandbox: the pool is closed")
 
 // warmJail is one jail of the pool, running from its birth.
 type warmJail struct {
-	x      *execution
-	born   time.Time
-	ready  chan struct{} // closed when its worker waits for work, warmed
-	cancel context.CancelFunc
+	x     *execution
+	born  time.Time
+	ready chan struct{} // closed when its worker waits for work, warmed
+	taken chan struct{} // closed when its worker has read its job (lang.TakenMark)
+	// saysTaken: its worker writes lang.TakenMark (lang.Warm.SaysReady).
+	saysTaken bool
+	cancel    context.CancelFunc
 
 	j       *jail.Jail    // set when started is closed: the jail runs
 	started chan struct{} // never closed for a jail that could not start
@@ -207,7 +210,11 @@ func (p *Pool) Do(ctx context.Context, job Job) (*Result, error) {
 	if job.SavedSkills != "" && (job.Workspace == "" || p.o.Skills == "") {
 		return nil, errors.New("sandbox: a job's saved skills need a workspace, and a pool with Skills")
 	}
-	return p.runIn(ctx, l, job)
+	res, err := p.runIn(ctx, l, job)
+	if errors.Is(err, errUntaken) {
+		res, err = p.runIn(ctx, l, job) // nothing of it ran
+	}
+	return res, err
 }
 
 // Serves says whether the pool's jails run programs in language: the
@@ -298,7 +305,7 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (res *Result
 			_ = in.Close()
 			if own {
 				endedOwn = true
-				return w.x.finish(w.res, w.err) // the worker's end says why
+				return w.finish() // the worker's end says why
 			}
 			w.cancel()
 			<-w.ended
@@ -336,7 +343,33 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (res *Result
 		<-w.ended
 		return w.x.finish(nil, ctx.Err())
 	}
+	return w.finish()
+}
+
+// errUntaken is an execution's whose worker ended before it took its job,
+// saying nothing: nothing of the program ran, so Do runs it again, once,
+// in another jail (a worker that died while it waited, and the pool had
+// not seen it yet).
+var errUntaken = errors.New("sandbox: the jail's worker ended before it took the program, and nothing of it ran: run it again")
+
+// finish is the outcome of w's execution, once its jail has ended on its
+// own: errUntaken if its worker ended before it took the job (a worker
+// that says it does, lang.TakenMark) and reported nothing.
+func (w *warmJail) finish() (*Result, error) {
+	if w.err == nil && w.x.report.Len() == 0 && w.saysTaken && !closed(w.taken) {
+		return w.x.finish(nil, errUntaken)
+	}
 	return w.x.finish(w.res, w.err)
+}
+
+// closed says whether c is closed.
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // running returns w's jail once it runs: nil if it ended before, or ctx
@@ -451,13 +484,13 @@ func (p *Pool) refill() {
 // counted in p.wg before Close can wait.
 func (p *Pool) start() *warmJail {
 	ctx, cancel := context.WithCancel(p.ctx)
-	w := &warmJail{born: time.Now(), ready: make(chan struct{}), cancel: cancel,
+	w := &warmJail{born: time.Now(), ready: make(chan struct{}), taken: make(chan struct{}), cancel: cancel,
 		started: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{})}
 	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, p.prog)
 	w.x.spec.StdinPipe = true // runIn writes the job into it
 	w.x.endOnReport(p.prog)
-	if p.lang.Warm.SaysReady {
-		w.x.spec.Result = &readyMark{w: w.x.spec.Result, ready: w.ready}
+	if w.saysTaken = p.lang.Warm.SaysReady; w.saysTaken {
+		w.x.spec.Result = &workerMarks{w: w.x.spec.Result, marks: []mark{{lang.ReadyMark, w.ready}, {lang.TakenMark, w.taken}}}
 	} else {
 		close(w.ready)
 	}
@@ -593,23 +626,30 @@ func (w *warmJail) isReady() bool {
 // Linux's smallest pipe (a page).
 const pipeBuf = 4096
 
-// readyMark passes the worker's fd 3 on, but for its first byte if that is
-// lang.ReadyMark, which closes ready instead. Its writes come from one
-// goroutine, the jail's copy of fd 3.
-type readyMark struct {
+// workerMarks passes the worker's fd 3 on, but for the marks that begin
+// it (lang.ReadyMark, then lang.TakenMark), each of which closes its
+// channel instead. Its writes come from one goroutine, the jail's copy of
+// fd 3.
+type workerMarks struct {
 	w     io.Writer
-	ready chan struct{}
-	seen  bool
+	marks []mark // those still to come, in order
 }
 
-func (m *readyMark) Write(b []byte) (int, error) {
+// mark is one byte that a worker writes on fd 3, and what it closes.
+type mark struct {
+	b    byte
+	seen chan struct{}
+}
+
+func (m *workerMarks) Write(b []byte) (int, error) {
 	n := len(b)
-	if !m.seen && n > 0 {
-		m.seen = true
-		if b[0] == lang.ReadyMark {
-			close(m.ready)
-			b = b[1:]
+	for len(m.marks) > 0 && len(b) > 0 {
+		if b[0] != m.marks[0].b {
+			m.marks = nil // the rest is the outcome
+			break
 		}
+		close(m.marks[0].seen)
+		m.marks, b = m.marks[1:], b[1:]
 	}
 	if len(b) > 0 {
 		if _, err := m.w.Write(b); err != nil {

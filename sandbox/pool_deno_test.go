@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cruciblehq/crucible/audit"
 	"github.com/cruciblehq/crucible/config"
 	"github.com/cruciblehq/crucible/internal/testenv"
 )
@@ -219,9 +220,13 @@ func denoProcs(depth int, match func(args []string) bool) []int {
 }
 
 // A Deno worker that dies while it waits (killed here) is dropped: the
-// next program runs in a jail of its own, as if none had been ready.
+// next program runs in a jail of its own, as if none had been ready. One
+// that died just before the pool took its jail (its jail's init held
+// stopped, so that it cannot say so yet) never took the job: the job runs
+// in another jail, and the trail records the first's end.
 func TestPoolDenoWorkerDies(t *testing.T) {
-	p := denoPool(t, nil, PoolOptions{Size: 1})
+	var trail testenv.Buffer
+	p := denoPool(t, nil, PoolOptions{Size: 1, Audit: audit.New(&trail)})
 	awaitReady(t, p, 1)
 	workers := denoProcs(2, func(args []string) bool { return slices.Contains(args, "--warm") })
 	if len(workers) != 1 {
@@ -238,5 +243,43 @@ func TestPoolDenoWorkerDies(t *testing.T) {
 	x, err := p.Do(context.Background(), Job{Source: []byte("return 1;\n"), File: "main.ts"})
 	if err != nil || x.Error != nil || string(x.Result) != "1" || x.Jail != "cold" {
 		t.Errorf("after a worker died: %v %+v", err, x)
+	}
+
+	awaitReady(t, p, 1)
+	workers = denoProcs(2, func(args []string) bool { return slices.Contains(args, "--warm") })
+	if len(workers) != 1 {
+		t.Fatalf("%d Deno workers wait, want 1", len(workers))
+	}
+	init, _ := strconv.Atoi(parent(strconv.Itoa(workers[0])))
+	if err := syscall.Kill(init, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(init, syscall.SIGCONT) }()
+	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	type done struct {
+		x   *Result
+		err error
+	}
+	ran := make(chan done, 1)
+	go func() {
+		x, err := p.Do(context.Background(), Job{Source: []byte("console.log(\"once\");\nreturn 2;\n"), File: "main.ts"})
+		ran <- done{x, err}
+	}()
+	for end := time.Now().Add(time.Minute); p.Stats().InFlight == 0 || p.Stats().Ready > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the job did not take the jail in a minute: %+v", p.Stats())
+		}
+	}
+	if err := syscall.Kill(init, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	r := <-ran
+	if r.err != nil || r.x.Error != nil || string(r.x.Result) != "2" || r.x.Stdout != "once\n" {
+		t.Errorf("a job whose worker had died: %v %+v", r.err, r.x)
+	}
+	if !strings.Contains(trail.String(), "ended before it took the program") {
+		t.Errorf("the trail has no execution that ended untaken:\n%s", trail.String())
 	}
 }

@@ -59,33 +59,32 @@ func TestPoolTakesReadyFirst(t *testing.T) {
 	}
 }
 
-// The mark is taken off fd 3 only as its first byte.
-func TestReadyMark(t *testing.T) {
+// The marks are taken off fd 3 only where they begin it: the ready mark
+// first, the taken mark right after it.
+func TestWorkerMarks(t *testing.T) {
+	ready, taken := string(lang.ReadyMark), string(lang.TakenMark)
 	for _, c := range []struct {
-		writes []string
-		out    string
-		ready  bool
+		writes       []string
+		out          string
+		ready, taken bool
 	}{
-		{[]string{string(lang.ReadyMark), `{"result":`, `1}`}, `{"result":1}`, true},
-		{[]string{string(lang.ReadyMark) + `{"result":1}`}, `{"result":1}`, true},
-		{[]string{`{"result":1}`, string(lang.ReadyMark)}, `{"result":1}` + string(lang.ReadyMark), false},
-		{[]string{"", string(lang.ReadyMark) + string(lang.ReadyMark)}, string(lang.ReadyMark), true},
+		{[]string{ready, taken, `{"result":`, `1}`}, `{"result":1}`, true, true},
+		{[]string{ready + taken + `{"result":1}`}, `{"result":1}`, true, true},
+		{[]string{ready, `{"result":1}`}, `{"result":1}`, true, false},
+		{[]string{`{"result":1}`, ready}, `{"result":1}` + ready, false, false},
+		{[]string{"", ready + taken + taken}, taken, true, true},
+		{[]string{ready}, ``, true, false},
 	} {
 		var b bytes.Buffer
-		m := &readyMark{w: &b, ready: make(chan struct{})}
+		w := &warmJail{ready: make(chan struct{}), taken: make(chan struct{})}
+		m := &workerMarks{w: &b, marks: []mark{{lang.ReadyMark, w.ready}, {lang.TakenMark, w.taken}}}
 		for _, s := range c.writes {
 			if n, err := m.Write([]byte(s)); n != len(s) || err != nil {
 				t.Fatalf("%q: Write = %d, %v", c.writes, n, err)
 			}
 		}
-		ready := false
-		select {
-		case <-m.ready:
-			ready = true
-		default:
-		}
-		if b.String() != c.out || ready != c.ready {
-			t.Errorf("%q: got %q ready %v, want %q ready %v", c.writes, b.String(), ready, c.out, c.ready)
+		if b.String() != c.out || w.isReady() != c.ready || closed(w.taken) != c.taken {
+			t.Errorf("%q: got %q ready %v taken %v, want %q ready %v taken %v", c.writes, b.String(), w.isReady(), closed(w.taken), c.out, c.ready, c.taken)
 		}
 	}
 }

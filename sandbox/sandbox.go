@@ -175,9 +175,10 @@ func (x *execution) endOnReport(p *lang.Program) {
 // one (jail.Spec.ReportedExit, asked once the report is complete): a pooled
 // execution then ends without waiting for the kernel to tear the runner
 // down. The report is as the runner wrote it: a warm worker's begins with
-// lang.ReadyMark (see readyMark).
+// lang.ReadyMark and lang.TakenMark (see workerMarks).
 func reportedExit(report []byte) (int, bool) {
-	o, err := lang.ParseOutcome(bytes.TrimPrefix(report, []byte{lang.ReadyMark}))
+	report = bytes.TrimPrefix(bytes.TrimPrefix(report, []byte{lang.ReadyMark}), []byte{lang.TakenMark})
+	o, err := lang.ParseOutcome(report)
 	if err != nil || o.Exit == nil {
 		return 0, false
 	}

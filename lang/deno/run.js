@@ -521,7 +521,9 @@ function readStdin() {
 // job reads a warm worker's job from stdin, once ready: {source, name}.
 function job() {
   report("\n"); // ready: the pool may hand this jail work now (lang.ReadyMark)
-  const input = parse(readStdin());
+  const text = readStdin();
+  report("\n"); // taken: nothing of the program has run (lang.TakenMark)
+  const input = parse(text);
   if (typeof input?.source !== "string" || typeof input?.name !== "string") throw new Error("no name and program");
   if (input.check !== undefined && typeof input.check !== "string") throw new Error("declarations that are no string");
   // The workspace may have been bound over our working directory while

@@ -342,6 +342,11 @@ def job():
     # file.
     try:
         name, newline, source = sys.stdin.buffer.read().partition(b"\n")
+        # Taken: nothing of the program has run (lang.TakenMark).
+        try:
+            os.write(3, b"\n")
+        except OSError:
+            pass
         if not newline or not name:
             raise ValueError("no name and program")
         # The workspace may have been bound over our working directory

@@ -162,6 +162,7 @@ func warmRun(o engine.Options, timeout time.Duration, result *os.File) (*lang.Ou
 	_, _ = result.Write([]byte{lang.ReadyMark}) // see lang.Warm.SaysReady
 	var job js.Job
 	b, err := io.ReadAll(io.LimitReader(os.Stdin, maxJob))
+	_, _ = result.Write([]byte{lang.TakenMark}) // nothing of the program has run
 	if err == nil {
 		err = json.Unmarshal(b, &job)
 	}
