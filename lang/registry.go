@@ -17,9 +17,9 @@ type Settings struct {
 	JSHeap  int64  // the embedded engine's heap, in bytes
 	JSStack int    // its call depth, in frames
 
-	// WarmChecker has a warm worker ready a type checker too, for every
-	// program is type-checked (serve.typecheck); a runtime that has none
-	// checks as it would without.
+	// WarmChecker has a warm worker ready a type checker too, since every
+	// program will be type-checked (serve.typecheck); a runtime without a
+	// checker to warm ignores it.
 	WarmChecker bool
 
 	// Timeout is the execution's wall-time limit, which the jail enforces:

@@ -102,10 +102,10 @@ type warmJail struct {
 	x     *execution
 	born  time.Time
 	ready chan struct{} // closed when its worker waits for work, warmed
-	taken chan struct{} // closed when its worker has read its job (lang.TakenMark)
-	// saysTaken: its worker writes lang.TakenMark (lang.Warm.SaysReady).
-	saysTaken bool
-	cancel    context.CancelFunc
+	// taken is closed when its worker has read its job (lang.TakenMark),
+	// or at once for a worker that does not say so.
+	taken  chan struct{}
+	cancel context.CancelFunc
 
 	j       *jail.Jail    // set when started is closed: the jail runs
 	started chan struct{} // never closed for a jail that could not start
@@ -353,10 +353,10 @@ func (p *Pool) runIn(ctx context.Context, l lang.Language, job Job) (res *Result
 var errUntaken = errors.New("sandbox: the jail's worker ended before it took the program, and nothing of it ran: run it again")
 
 // finish is the outcome of w's execution, once its jail has ended on its
-// own: errUntaken if its worker ended before it took the job (a worker
-// that says it does, lang.TakenMark) and reported nothing.
+// own: errUntaken if its worker ended before it took the job and
+// reported nothing.
 func (w *warmJail) finish() (*Result, error) {
-	if w.err == nil && w.x.report.Len() == 0 && w.saysTaken && !closed(w.taken) {
+	if w.err == nil && w.x.report.Len() == 0 && !closed(w.taken) {
 		return w.x.finish(nil, errUntaken)
 	}
 	return w.x.finish(w.res, w.err)
@@ -489,10 +489,11 @@ func (p *Pool) start() *warmJail {
 	w.x = newExecution(programSpec(&p.cfg.Sandbox, p.prog), Options{Audit: p.o.Audit, Tools: p.o.Tools, Secrets: p.o.Secrets, Skills: p.o.Skills}, p.prog)
 	w.x.spec.StdinPipe = true // runIn writes the job into it
 	w.x.endOnReport(p.prog)
-	if w.saysTaken = p.lang.Warm.SaysReady; w.saysTaken {
+	if p.lang.Warm.SaysReady {
 		w.x.spec.Result = &workerMarks{w: w.x.spec.Result, marks: []mark{{lang.ReadyMark, w.ready}, {lang.TakenMark, w.taken}}}
 	} else {
 		close(w.ready)
+		close(w.taken)
 	}
 	w.x.spec.Late = p.o.Workspaces
 	// Attached here, not in the goroutine: Run's begin reads what attach

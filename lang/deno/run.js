@@ -254,12 +254,8 @@ async function check(source, name, declarations) {
   Deno.writeTextFileSync(`${checkDir}/crucible.d.ts`, declarations);
   const config = { compilerOptions: { ...compilerOptions, types: ["./crucible.d.ts"] }, lock: false };
   Deno.writeTextFileSync(`${checkDir}/deno.json`, stringify(config));
-  const forms = [
-    { file: `${checkDir}/${name}`, text: checkPrefix + source + scriptSuffix, shift: checkPrefix.length },
-    { file: `${checkDir}/module/${name}`, text: source, shift: 0 },
-  ];
   const decoder = new TextDecoder();
-  for (const form of forms) {
+  for (const form of checkForms(source, name)) {
     Deno.writeTextFileSync(form.file, form.text);
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["check", "--quiet", "--no-lock", "--config", `${checkDir}/deno.json`, form.file],
@@ -275,6 +271,16 @@ async function check(source, name, declarations) {
 }
 const checkDir = `${work}/check`;
 const checkPrefix = "export default await (async () => {";
+
+// checkForms are the program's two forms as the checkers read them: the
+// script form, then the module form; shift is how far the program's
+// first line moved right, up where the check's folder is from the form's.
+function checkForms(source, name) {
+  return [
+    { file: `${checkDir}/${name}`, text: checkPrefix + source + scriptSuffix, shift: checkPrefix.length, up: "." },
+    { file: `${checkDir}/module/${name}`, text: source, shift: 0, up: ".." },
+  ];
+}
 const compilerOptions = { checkJs: true, noImplicitAny: false, useUnknownInCatchVariables: false };
 const maxDiagnostics = 20;
 
@@ -374,11 +380,10 @@ async function warmCheck(source, name, declarations) {
   const declared = `${checkDir}/crucible.d.ts`;
   checker.open("file://" + declared, declarations);
   const script = await parsesAsScript(source, name);
-  const form = script
-    ? { file: `${checkDir}/${name}`, text: checkPrefix + source + scriptSuffix, shift: checkPrefix.length, up: "." }
-    : { file: `${checkDir}/module/${name}`, text: source.replace(/^#!/, "//"), shift: 0, up: ".." };
-  const reference = `/// <reference path="${form.up}/crucible.d.ts" />\n`; // relative, or tsc cannot resolve it
-  const items = await checker.diagnostics("file://" + form.file, reference + form.text);
+  const form = checkForms(source, name)[script ? 0 : 1];
+  // Relative, or tsc cannot resolve it; a hashbang, no longer first, a comment.
+  const reference = `/// <reference path="${form.up}/crucible.d.ts" />\n`;
+  const items = await checker.diagnostics("file://" + form.file, reference + form.text.replace(/^#!/, "//"));
   // Not the checker's to judge: a module that it has not fetched, or a
   // program whose module form may not parse either (TS1xxx: the parser's
   // and the grammar's), which `deno check` tells apart.
